@@ -1,0 +1,5 @@
+import sys
+
+from airflow_quota_provider.cli import main
+
+sys.exit(main())

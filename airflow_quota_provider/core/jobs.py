@@ -1,0 +1,72 @@
+"""Jobs as the scheduling core sees them: waiting (RUNNABLE) or running.
+
+Times are seconds on the caller's clock (wall, accelerated or virtual); the
+core never reads a clock itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from airflow_quota_provider.core.model import Resources
+
+
+@dataclass(frozen=True, slots=True)
+class WaitingJob:
+    """A job waiting for capacity.
+
+    :param submitted: when the job was first submitted; a preempted job keeps
+        it, and so keeps its place in its share's queue.
+    :param preemptions: how often the job has been preempted so far.
+    :param preemption_retries: preemptions it survives; the next one fails it.
+        ``None`` = requeued forever.
+    :param checkpoint_interval: seconds of work between checkpoints, if known.
+    """
+
+    id: str
+    share: str
+    demand: Resources
+    priority: int = 0
+    submitted: float = 0.0
+    preemptions: int = 0
+    preemption_retries: int | None = None
+    checkpoint_interval: float | None = None
+
+    @property
+    def order_key(self) -> tuple[int, float, str]:
+        """Dispatch order inside a share: higher priority, then earlier, then id."""
+        return (-self.priority, self.submitted, self.id)
+
+
+@dataclass(frozen=True, slots=True)
+class RunningJob:
+    """A job holding capacity (SCHEDULED, STARTING or RUNNING).
+
+    :param started: when the current attempt started.
+    :param resumed_work: seconds of work restored from a checkpoint at start.
+    :param terminating: a preemption of this job is in progress; its capacity
+        is still held until the caller reports it stopped.
+    """
+
+    id: str
+    share: str
+    demand: Resources
+    priority: int
+    started: float
+    submitted: float = 0.0
+    preemptions: int = 0
+    preemption_retries: int | None = None
+    checkpoint_interval: float | None = None
+    resumed_work: float = 0.0
+    terminating: bool = False
+
+    def work_at_risk(self, now: float) -> float:
+        """Instance-seconds of work lost if the job were stopped at ``now``."""
+        progress = self.resumed_work + max(0.0, now - self.started)
+        interval = self.checkpoint_interval
+        lost = progress % interval if interval else progress
+        return lost * sum(self.demand.values())
+
+    @property
+    def retries_exhausted(self) -> bool:
+        return self.preemption_retries is not None and self.preemptions >= self.preemption_retries

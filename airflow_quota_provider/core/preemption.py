@@ -1,0 +1,233 @@
+"""Choosing whom to preempt for a job that does not fit.
+
+AWS documents *when* a job may be preempted but not *which* jobs are chosen
+(its heuristic weighs borrowed instances, priorities and durations without
+publishing the rule). This engine adopts Kueue's rules, in this order:
+
+1. **Who may preempt.** A job may *reclaim* (preempt jobs of other shares) only
+   if its share stays within what it owns once the job runs: the preemptor
+   itself borrows nothing. With ``in_share_preemption`` a job may also preempt
+   strictly lower-priority jobs of its own share.
+2. **Who may be a victim.** A job of another share only while that share holds
+   more of a needed unit than it owns (it is borrowing, or its capacity was
+   lowered). The check is made before each victim is taken, so the last victim
+   may take its share below what it owns (otherwise one large, partly borrowing
+   job could never be reclaimed). Jobs younger than ``min_runtime_seconds``
+   (an opt-in extension) are not reclaimed. Jobs already being preempted are
+   never chosen twice.
+3. **Order.** Other shares' jobs before the preemptor's own share; then lower
+   priority first; then the most recently started first (least work lost on
+   average) or, with ``victim_order: least_work_lost``, the fewest
+   instance-seconds since the last checkpoint first; then the job id.
+4. **Minimise.** After enough victims are found, walk them in reverse and keep
+   running every victim the preemptor does not need.
+
+Why this cannot thrash: a reclaiming job starts within its own share's
+capacity, so its share is not borrowing on that unit and its victims (whose
+shares are then at or below what they own) cannot reclaim it back; an in-share
+victim has a lower priority than its preemptor, so it can never preempt it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass
+
+from airflow_quota_provider.core.jobs import RunningJob, WaitingJob
+from airflow_quota_provider.core.model import QueueConfig, Resources, Share, VictimOrder
+from airflow_quota_provider.core.reasons import PreemptionKind
+from airflow_quota_provider.core.state import QueueState
+from airflow_quota_provider.core.usage import UsageView
+
+
+@dataclass(frozen=True, slots=True)
+class Victim:
+    job: RunningJob
+    kind: PreemptionKind
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """Victims for one preemptor, or none; ``protected_until`` is the earliest
+    time a job skipped for ``min_runtime_seconds`` becomes a candidate."""
+
+    victims: tuple[Victim, ...] | None
+    protected_until: float | None = None
+
+
+class _Need:
+    """What the preemptor still lacks in a view: free capacity and room under its share's limit."""
+
+    def __init__(self, config: QueueConfig, share: Share, demand: dict[str, int]) -> None:
+        self.config = config
+        self.share = share
+        self.demand = demand
+
+    def short_units(self, view: UsageView) -> set[str]:
+        name = self.share.name
+        return {
+            unit
+            for unit, need in self.demand.items()
+            if need > view.free_for(self.share, unit)
+            or view.used(name, unit) + need > self.config.share_limit(self.share, unit)
+        }
+
+
+def plan_preemption(
+    state: QueueState,
+    after: UsageView,
+    job: WaitingJob,
+    share: Share,
+    now: float,
+    excluded: Collection[str],
+) -> Plan:
+    """Victims that make room for ``job`` in the ``after`` view, minimal and in Kueue's order."""
+    config = state.config
+    need = _Need(config, share, dict(job.demand))
+    short = need.short_units(after)
+    reclaim, protected_until = _reclaim_candidates(state, after, job, share, short, now, excluded)
+    candidates = _ordered(config, reclaim, now) + _ordered(
+        config, _in_share_candidates(state, job, share, excluded), now
+    )
+    scratch = after.copy()
+    chosen: list[Victim] = []
+    for candidate in candidates:
+        if not short:
+            break
+        victim = _take(config, scratch, candidate, share, short)
+        if victim is not None:
+            chosen.append(victim)
+            short = need.short_units(scratch)
+    if short:
+        return Plan(None, protected_until)
+    for victim in reversed(list(chosen)):
+        scratch.add(victim.job.share, victim.job.demand)
+        if need.short_units(scratch):
+            scratch.remove(victim.job.share, victim.job.demand)
+        else:
+            chosen.remove(victim)
+    return Plan(tuple(chosen), protected_until)
+
+
+def _take(
+    config: QueueConfig, scratch: UsageView, job: RunningJob, preemptor: Share, short: set[str]
+) -> Victim | None:
+    """Remove ``job`` from ``scratch`` if it may be taken and helps; say why it was taken."""
+    relevant = [u for u in short if job.demand.get(u, 0) > 0]
+    if not relevant:
+        return None
+    if job.share == preemptor.name:
+        kind = PreemptionKind.IN_SHARE
+    else:
+        owner = config.share(job.share)
+        over = [u for u in relevant if scratch.used(job.share, u) > _owned(owner, u)]
+        if not over:
+            return None
+        beyond_limit = owner is None or any(
+            scratch.used(job.share, u) > config.share_limit(owner, u) for u in over
+        )
+        kind = PreemptionKind.CAPACITY_REDUCED if beyond_limit else PreemptionKind.RECLAIM
+    scratch.remove(job.share, job.demand)
+    return Victim(job, kind)
+
+
+def _owned(share: Share | None, unit: str) -> int:
+    return 0 if share is None else share.owns(unit)
+
+
+def _reclaim_candidates(
+    state: QueueState,
+    after: UsageView,
+    job: WaitingJob,
+    share: Share,
+    short: set[str],
+    now: float,
+    excluded: Collection[str],
+) -> tuple[list[RunningJob], float | None]:
+    config = state.config
+    if not all(after.used(share.name, u) + d <= share.owns(u) for u, d in job.demand.items()):
+        return [], None
+    candidates: list[RunningJob] = []
+    protected_until: float | None = None
+    for other, usage in state.usage_by_share().items():
+        owner = config.share(other)
+        if other == share.name or not any(
+            after.used(other, u) > _owned(owner, u) for u in short if usage.get(u, 0)
+        ):
+            continue
+        min_runtime = config.min_runtime_for(owner) if owner else None
+        for running in state.running_of(other):
+            if running.terminating or running.id in excluded:
+                continue
+            if min_runtime and now - running.started < min_runtime:
+                until = running.started + min_runtime
+                protected_until = until if protected_until is None else min(protected_until, until)
+                continue
+            candidates.append(running)
+    return candidates, protected_until
+
+
+def _in_share_candidates(
+    state: QueueState, job: WaitingJob, share: Share, excluded: Collection[str]
+) -> Iterable[RunningJob]:
+    if not share.in_share_preemption:
+        return ()
+    return [
+        running
+        for running in state.running_of(share.name)
+        if running.priority < job.priority
+        and not running.terminating
+        and running.id not in excluded
+    ]
+
+
+def _ordered(config: QueueConfig, jobs: Iterable[RunningJob], now: float) -> list[RunningJob]:
+    key: Callable[[RunningJob], tuple[int, float, str]]
+    if config.victim_order is VictimOrder.LEAST_WORK_LOST:
+
+        def key(job: RunningJob) -> tuple[int, float, str]:
+            return (job.priority, job.work_at_risk(now), job.id)
+
+    else:
+
+        def key(job: RunningJob) -> tuple[int, float, str]:
+            return (job.priority, -job.started, job.id)
+
+    return sorted(jobs, key=key)
+
+
+def describe_victim(
+    config: QueueConfig, now: UsageView, victim: Victim, preemptor: WaitingJob
+) -> str:
+    """Why ``victim`` is preempted, with the numbers."""
+    job = victim.job
+    wanted = ", ".join(f"{n} {u}" for u, n in sorted(preemptor.demand.items()))
+    if victim.kind is PreemptionKind.IN_SHARE:
+        return (
+            f"job {preemptor.id} (priority {preemptor.priority}) of share {job.share} needs "
+            f"{wanted}; this job has priority {job.priority} (in-share preemption)"
+        )
+    owner = config.share(job.share)
+    unit = next(u for u in sorted(job.demand) if now.used(job.share, u) > _owned(owner, u))
+    used = now.used(job.share, unit)
+    if victim.kind is PreemptionKind.CAPACITY_REDUCED:
+        limit = 0 if owner is None else config.share_limit(owner, unit)
+        return (
+            f"share {job.share} holds {used} {unit} but may now hold {limit} "
+            f"(its capacity was lowered); job {preemptor.id} of share {preemptor.share} "
+            f"needs {wanted}"
+        )
+    return (
+        f"share {job.share} borrows {used - _owned(owner, unit)} {unit} (uses {used}, owns "
+        f"{_owned(owner, unit)}); share {preemptor.share} reclaims it for job {preemptor.id}, "
+        f"which needs {wanted} within what its share owns"
+    )
+
+
+def describe_waiting_for(state: QueueState, share: Share, demand: Resources) -> str:
+    """The waiting message of a job whose room is being freed by preemptions in progress."""
+    stopping = sorted(job.id for job in state.terminating() if set(demand) & set(job.demand))
+    shown = ", ".join(stopping[:5]) + (
+        f" and {len(stopping) - 5} more" if len(stopping) > 5 else ""
+    )
+    return f"{share.name} waits for preempted jobs to stop: {shown or 'none'}"

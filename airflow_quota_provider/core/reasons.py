@@ -1,0 +1,78 @@
+"""Reason codes: why a job waits, why it was refused, why it failed, why it was preempted.
+
+Codes are stable, machine-readable names (the UI, the CLI and the task log
+show them); every reason also carries a message with the numbers in it.
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class WaitCode(str, enum.Enum):
+    """Why a job is still waiting, from the most to the least fundamental."""
+
+    SHARE_DISABLED = "SHARE_DISABLED"
+    """The share is DISABLED: its waiting jobs are not dispatched."""
+    BORROWING_NOT_ALLOWED = "BORROWING_NOT_ALLOWED"
+    """The share's own capacity is in use and its strategy (RESERVE, LEND) never borrows."""
+    BORROW_LIMIT_REACHED = "BORROW_LIMIT_REACHED"
+    """Starting the job would take the share beyond ``capacity x (1 + borrow_limit/100)``."""
+    WAITING_FOR_OWN_CAPACITY = "WAITING_FOR_OWN_CAPACITY"
+    """The job fits in what its share owns, but that capacity is held by jobs
+    that cannot be preempted now (protected by ``min_runtime_seconds``, or the
+    queue's capacity was lowered)."""
+    NO_IDLE_CAPACITY = "NO_IDLE_CAPACITY"
+    """The share may borrow, but not enough idle capacity is there to lend."""
+    BEHIND_EARLIER_BORROWER = "BEHIND_EARLIER_BORROWER"
+    """Idle capacity is held for a borrower that asked earlier (FIFO)."""
+    PREEMPTION_IN_PROGRESS = "PREEMPTION_IN_PROGRESS"
+    """Jobs are being preempted to make room for this one."""
+    BEHIND_IN_SHARE = "BEHIND_IN_SHARE"
+    """A higher-priority or earlier job of the same share is dispatched first."""
+
+
+class RefusalCode(str, enum.Enum):
+    """Why a job was refused at submission: it could never run as asked."""
+
+    UNKNOWN_SHARE = "UNKNOWN_SHARE"
+    SHARE_DISABLED = "SHARE_DISABLED"
+    INVALID_PRIORITY = "INVALID_PRIORITY"
+    INVALID_DEMAND = "INVALID_DEMAND"
+    UNKNOWN_UNIT = "UNKNOWN_UNIT"
+    EXCEEDS_QUEUE_CAPACITY = "EXCEEDS_QUEUE_CAPACITY"
+    EXCEEDS_MAX_QUOTA = "EXCEEDS_MAX_QUOTA"
+
+
+class FailureCode(str, enum.Enum):
+    """Why the core ended a job that had been accepted."""
+
+    PREEMPTION_RETRIES_EXHAUSTED = "PREEMPTION_RETRIES_EXHAUSTED"
+    NO_LONGER_FITS = "NO_LONGER_FITS"
+    """The share's or the queue's capacity was lowered below what the job needs."""
+    SHARE_REMOVED = "SHARE_REMOVED"
+
+
+class PreemptionKind(str, enum.Enum):
+    """Why a running job is preempted."""
+
+    RECLAIM = "RECLAIM"
+    """Its share borrows capacity that the owning share needs back."""
+    IN_SHARE = "IN_SHARE"
+    """A higher-priority job of its own share needs the capacity."""
+    CAPACITY_REDUCED = "CAPACITY_REDUCED"
+    """Its share holds more than its lowered capacity allows."""
+
+
+def amount(count: int, unit: str) -> str:
+    return f"{count} {unit}"
+
+
+def borrow_limit_text(limit: int) -> str:
+    return "unlimited, borrow_limit -1" if limit < 0 else f"borrow_limit {limit}%"
+
+
+def ordinal(n: int) -> str:
+    teen = 10 <= n % 100 <= 20
+    suffix = "th" if teen else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"

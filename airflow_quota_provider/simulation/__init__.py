@@ -1,0 +1,1 @@
+"""Replays of scenarios and traces through the scheduling core, in virtual time."""
