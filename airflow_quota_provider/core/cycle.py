@@ -63,6 +63,7 @@ _PREEMPTIBLE_SHORTFALLS = frozenset(
         WaitCode.NO_IDLE_CAPACITY,
         WaitCode.BORROW_LIMIT_REACHED,
         WaitCode.BORROWING_NOT_ALLOWED,
+        WaitCode.BEHIND_EARLIER_BORROWER,
     }
 )
 _HOLDING_SHORTFALLS = frozenset({WaitCode.WAITING_FOR_OWN_CAPACITY, WaitCode.NO_IDLE_CAPACITY})
@@ -112,8 +113,7 @@ class _Cycle:
         )
 
     def _head(self, share_name: str) -> WaitingJob:
-        _, job_id = self.queues[share_name][self.position[share_name]]
-        job = self.state.waiting_job(job_id)
+        job = self.state.waiting_job(self.queues[share_name][self.position[share_name]][2])
         assert job is not None
         return job
 
@@ -176,7 +176,9 @@ class _Cycle:
     def _preempt_or_wait(self, job: WaitingJob, share: Share, shortfall: Shortfall) -> None:
         plan = Plan(None)
         if shortfall.code in _PREEMPTIBLE_SHORTFALLS:
-            plan = plan_preemption(self.state, self.after, job, share, self.now, self.excluded)
+            plan = plan_preemption(
+                self.state, self.after, job, share, self.now, self.excluded, self.held
+            )
         if plan.victims is not None:
             self._preempt_for(job, share, plan.victims)
             return

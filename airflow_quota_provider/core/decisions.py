@@ -89,7 +89,7 @@ class WaitingReasons(Mapping[str, Wait]):
             self._index = {
                 job_id: (view, position)
                 for view in self._views
-                for position, (_, job_id) in enumerate(view.entries[view.start :])
+                for position, (_, _, job_id) in enumerate(view.entries[view.start :])
             }
         return self._index
 
@@ -99,8 +99,8 @@ class WaitingReasons(Mapping[str, Wait]):
             return view.head
         if view.head.code is WaitCode.SHARE_DISABLED:
             return Wait(job_id, view.share, WaitCode.SHARE_DISABLED, view.head.message)
-        (head_priority, head_submitted, head_id) = view.entries[view.start][0]
-        (priority, submitted, _) = view.entries[view.start + position][0]
+        head_priority, head_submitted, head_id = view.entries[view.start]
+        priority, submitted, _ = view.entries[view.start + position]
         if head_priority < priority:
             why = f"priority {-head_priority} > {-priority}"
         else:
@@ -113,8 +113,8 @@ class WaitingReasons(Mapping[str, Wait]):
 
     def __iter__(self) -> Iterator[str]:
         for view in self._views:
-            for _, job_id in view.entries[view.start :]:
-                yield job_id
+            for entry in view.entries[view.start :]:
+                yield entry[2]
 
     def __len__(self) -> int:
         return sum(len(view.entries) - view.start for view in self._views)

@@ -56,12 +56,16 @@ class Plan:
 
 
 class _Need:
-    """What the preemptor still lacks in a view: free capacity and room under its share's limit."""
+    """What the preemptor still lacks in a view: free capacity, room under its
+    share's limit, and (for units held for an earlier borrower) not borrowing them."""
 
-    def __init__(self, config: QueueConfig, share: Share, demand: dict[str, int]) -> None:
+    def __init__(
+        self, config: QueueConfig, share: Share, demand: dict[str, int], held: Collection[str]
+    ) -> None:
         self.config = config
         self.share = share
         self.demand = demand
+        self.held = held
 
     def short_units(self, view: UsageView) -> set[str]:
         name = self.share.name
@@ -70,6 +74,7 @@ class _Need:
             for unit, need in self.demand.items()
             if need > view.free_for(self.share, unit)
             or view.used(name, unit) + need > self.config.share_limit(self.share, unit)
+            or (unit in self.held and view.used(name, unit) + need > self.share.owns(unit))
         }
 
 
@@ -80,10 +85,15 @@ def plan_preemption(
     share: Share,
     now: float,
     excluded: Collection[str],
+    held: Collection[str] = (),
 ) -> Plan:
-    """Victims that make room for ``job`` in the ``after`` view, minimal and in Kueue's order."""
+    """Victims that make room for ``job`` in the ``after`` view, minimal and in Kueue's order.
+
+    ``held`` are units whose idle capacity is held for an earlier borrower:
+    the job may not borrow them, only make room within what its share owns.
+    """
     config = state.config
-    need = _Need(config, share, dict(job.demand))
+    need = _Need(config, share, dict(job.demand), held)
     short = need.short_units(after)
     reclaim, protected_until = _reclaim_candidates(state, after, job, share, short, now, excluded)
     candidates = _ordered(config, reclaim, now) + _ordered(
@@ -98,7 +108,7 @@ def plan_preemption(
         if victim is not None:
             chosen.append(victim)
             short = need.short_units(scratch)
-    if short:
+    if short or not chosen:
         return Plan(None, protected_until)
     for victim in reversed(list(chosen)):
         scratch.add(victim.job.share, victim.job.demand)

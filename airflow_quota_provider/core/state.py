@@ -16,7 +16,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from airflow_quota_provider.core.jobs import RunningJob, WaitingJob
 from airflow_quota_provider.core.model import QueueConfig
 
-QueueEntry = tuple[tuple[int, float, str], str]
+QueueEntry = tuple[int, float, str]
+"""A waiting job's place in its share's queue: ``(-priority, submitted, job id)``."""
 
 
 class QueueState:
@@ -42,11 +43,17 @@ class QueueState:
         for running_job in running:
             state.add_running(running_job)
         by_share: dict[str, list[QueueEntry]] = {}
+        known = state._waiting
         for job in waiting:
-            if job.id in state._waiting or job.id in state._running:
+            if job.id in known or job.id in state._running:
                 raise ValueError(f"job {job.id} appears twice")
-            state._waiting[job.id] = job
-            by_share.setdefault(job.share, []).append((job.order_key, job.id))
+            known[job.id] = job
+            entry = (-job.priority, job.submitted, job.id)
+            queue = by_share.get(job.share)
+            if queue is None:
+                by_share[job.share] = [entry]
+            else:
+                queue.append(entry)
         for share, entries in by_share.items():
             entries.sort()
             state._queues[share] = entries
@@ -58,13 +65,12 @@ class QueueState:
         if job.id in self._waiting or job.id in self._running:
             raise ValueError(f"job {job.id} is already known")
         self._waiting[job.id] = job
-        bisect.insort(self._queues.setdefault(job.share, []), (job.order_key, job.id))
+        bisect.insort(self._queues.setdefault(job.share, []), job.order_key)
 
     def remove_waiting(self, job_id: str) -> WaitingJob:
         job = self._waiting.pop(job_id)
         queue = self._queues[job.share]
-        entry = (job.order_key, job.id)
-        index = bisect.bisect_left(queue, entry)
+        index = bisect.bisect_left(queue, job.order_key)
         del queue[index]
         return job
 
@@ -72,7 +78,7 @@ class QueueState:
         return self._waiting.get(job_id)
 
     def queue(self, share: str) -> list[QueueEntry]:
-        """A share's waiting jobs in dispatch order, as ``(order key, job id)``; do not mutate."""
+        """A share's waiting jobs in dispatch order; do not mutate."""
         return self._queues.get(share, [])
 
     def queued_shares(self) -> Iterator[str]:
