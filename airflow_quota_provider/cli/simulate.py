@@ -10,7 +10,7 @@ from typing import Any
 from airflow_quota_provider.config_file import load_mapping
 from airflow_quota_provider.exceptions import ConfigError, ScenarioError
 from airflow_quota_provider.simulation.output import timeline_text, to_json
-from airflow_quota_provider.simulation.scenario import parse_scenario
+from airflow_quota_provider.simulation.scenario import EXAMPLE_SCENARIO, parse_scenario
 from airflow_quota_provider.simulation.simulator import Simulator
 
 
@@ -21,7 +21,12 @@ def add_parser(commands: Any) -> None:
         description="Replay a scenario through the quota engine in virtual time and print "
         "what happened: a readable timeline, or with --json every job's attempts and the metrics.",
     )
-    parser.add_argument("file", help="scenario file (YAML or JSON): a quota config plus jobs")
+    parser.add_argument(
+        "file",
+        nargs="?",
+        help="scenario file (YAML or JSON): a quota config plus jobs; "
+        "without it, the embedded example scenario",
+    )
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.add_argument(
         "--until", type=float, metavar="SECONDS", help="stop the replay at this virtual time"
@@ -30,11 +35,15 @@ def add_parser(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    path = args.file or str(EXAMPLE_SCENARIO)
+    if args.until is not None and args.until < 0:
+        print(f"--until must be >= 0 seconds, got {args.until:g}", file=sys.stderr)
+        return 2
     try:
-        scenario = parse_scenario(load_mapping(args.file), source=args.file)
+        scenario = parse_scenario(load_mapping(path), source=path)
     except (ConfigError, ScenarioError) as error:
         for problem in error.problems:
-            print(f"{args.file}: {problem}", file=sys.stderr)
+            print(f"{path}: {problem}", file=sys.stderr)
         return 1
     result = Simulator(scenario, record_timeline=not args.json).run(until=args.until)
     if args.json:

@@ -17,14 +17,24 @@ Every problem of the file is reported at once, by path.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from airflow_quota_provider.core.config import config_to_dict, parse_config
-
+from airflow_quota_provider.core.config import (
+    check_demand,
+    check_priority,
+    config_to_dict,
+    parse_config,
+    update_share,
+)
+from airflow_quota_provider.core.fields import Check, Fields, integer, is_int, number, show
 from airflow_quota_provider.core.model import QueueConfig, Resources
 from airflow_quota_provider.exceptions import ConfigError, Problem, ScenarioError
+
+EXAMPLE_SCENARIO = Path(__file__).with_name("example.yaml")
+"""The scenario ``airflow-quota simulate`` replays without a file (``make demo``)."""
 
 SCENARIO_KEYS = ("jobs", "events", "settings")
 _JOB_KEYS = (
@@ -71,111 +81,49 @@ class Scenario:
     preemption_delay: float = 0.0
 
 
-class _Fields:
-    """Reads typed fields of one mapping, collecting problems instead of raising."""
-
-    def __init__(self, data: Mapping[str, Any], path: str, problems: list[Problem]) -> None:
-        self.data = data
-        self.path = path
-        self.problems = problems
-
-    def _get(self, key: str, default: Any, check: Callable[[Any], bool], want: str) -> Any:
-        if key not in self.data:
-            if default is _REQUIRED:
-                self.problems.append(Problem(f"{self.path}.{key}", f"is required ({want})"))
-            return None if default is _REQUIRED else default
-        value = self.data[key]
-        if not check(value):
-            self.problems.append(Problem(f"{self.path}.{key}", f"must be {want}, got {value!r}"))
-            return None
-        return value
-
-    def text(self, key: str) -> str | None:
-        value = self._get(key, _REQUIRED, _is_id, "a non-empty string")
-        return None if value is None else str(value)
-
-    def number(self, key: str, default: Any, minimum: float, strict: bool = False) -> Any:
-        sign = ">" if strict else ">="
-        return self._get(
-            key,
-            default,
-            lambda v: _is_number(v) and (v > minimum if strict else v >= minimum),
-            f"a number {sign} {minimum:g}",
-        )
-
-    def integer(self, key: str, default: Any, low: int, high: int | None = None) -> Any:
-        want = f"an integer from {low} to {high}" if high is not None else f"an integer >= {low}"
-        return self._get(
-            key,
-            default,
-            lambda v: _is_int(v) and v >= low and (high is None or v <= high),
-            want,
-        )
-
-    def unknown(self, allowed: tuple[str, ...]) -> None:
-        for key in self.data:
-            if key not in allowed:
-                self.problems.append(
-                    Problem(f"{self.path}.{key}", f"unknown key; allowed: {', '.join(allowed)}")
-                )
+def _identifier(value: object, path: str) -> list[Problem]:
+    if (isinstance(value, str) and value) or is_int(value):
+        return []
+    return [Problem(path, f"must be a non-empty string, got {show(value)}")]
 
 
-_REQUIRED = object()
+def _demand_check(config: QueueConfig | None) -> Check:
+    def check(value: object, path: str) -> list[Problem]:
+        if config is not None:
+            return check_demand(value, path, config)
+        ok = isinstance(value, Mapping) and value and all(is_int(c) for c in value.values())
+        return [] if ok else [Problem(path, "must map units to instance counts, e.g. {gpu: 2}")]
+
+    return check
 
 
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+_POSITIVE = number(0, strict=True, of=" of seconds")
+_SECONDS = number(0, of=" of seconds")
 
 
-def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _is_id(value: object) -> bool:
-    return (isinstance(value, str) and value != "") or _is_int(value)
-
-
-def _demand(value: object, path: str, problems: list[Problem]) -> dict[str, int] | None:
-    ok = (
-        isinstance(value, Mapping)
-        and value
-        and all(isinstance(u, str) and _is_int(c) and c >= 1 for u, c in value.items())
-    )
-    if not ok:
-        problems.append(
-            Problem(path, f"must map units to instance counts >= 1, e.g. {{gpu: 2}}; got {value!r}")
-        )
-        return None
-    assert isinstance(value, Mapping)
-    return dict(value)
-
-
-def _job(data: object, path: str, problems: list[Problem]) -> JobSpec | None:
+def _job(
+    data: object, path: str, config: QueueConfig | None, problems: list[Problem]
+) -> JobSpec | None:
     if not isinstance(data, Mapping):
         problems.append(Problem(path, f"must be a mapping with keys {', '.join(_JOB_KEYS)}"))
         return None
     before = len(problems)
-    fields = _Fields(data, path, problems)
+    fields = Fields(data, path, problems)
     fields.unknown(_JOB_KEYS)
-    job_id = fields.text("id")
-    share = fields.text("share")
-    submit = fields.number("submit", 0.0, 0)
-    priority = fields.integer("priority", 0, 0, 9999)
-    demand = None
-    if "demand" in data:
-        demand = _demand(data["demand"], f"{path}.demand", problems)
-    else:
-        problems.append(Problem(f"{path}.demand", "is required (units to instance counts)"))
-    duration = fields.number("duration", _REQUIRED, 0, strict=True)
-    retries = fields.integer("preemption_retries", None, 0)
-    interval = fields.number("checkpoint_interval", None, 0, strict=True)
+    job_id = fields.get("id", _identifier, want="the job's id")
+    share = fields.get("share", _identifier, want="the quota share it is submitted to")
+    submit = fields.get("submit", _SECONDS, 0)
+    priority = fields.get("priority", check_priority, 0)
+    demand = fields.get("demand", _demand_check(config), want="instances per unit, e.g. {gpu: 2}")
+    duration = fields.get("duration", _POSITIVE, want="seconds of work")
+    retries = fields.get("preemption_retries", integer(0), None)
+    interval = fields.get("checkpoint_interval", _POSITIVE, None)
     if len(problems) > before:
         return None
-    assert job_id is not None and share is not None and demand is not None
     return JobSpec(
-        job_id,
-        share,
-        demand,
+        str(job_id),
+        str(share),
+        dict(demand),
         float(duration),
         float(submit),
         priority,
@@ -189,16 +137,14 @@ def _event(data: object, path: str, problems: list[Problem]) -> ConfigEvent | No
         problems.append(Problem(path, "must be a mapping: {at: SECONDS, update_share: {...}}"))
         return None
     before = len(problems)
-    fields = _Fields(data, path, problems)
+    fields = Fields(data, path, problems)
     fields.unknown(("at", *_EVENT_ACTIONS))
-    at = fields.number("at", _REQUIRED, 0)
+    at = fields.get("at", _SECONDS, want="seconds from the start")
     actions = [a for a in _EVENT_ACTIONS if a in data]
     if len(actions) != 1:
         problems.append(Problem(path, f"must have exactly one of {', '.join(_EVENT_ACTIONS)}"))
     elif not isinstance(data[actions[0]], Mapping):
         problems.append(Problem(f"{path}.{actions[0]}", "must be a mapping of the keys to change"))
-    elif actions[0] == "update_share" and not _is_id(data[actions[0]].get("name")):
-        problems.append(Problem(f"{path}.update_share.name", "is required (the share to change)"))
     if len(problems) > before:
         return None
     return ConfigEvent(float(at), actions[0], dict(data[actions[0]]))
@@ -222,16 +168,19 @@ def parse_scenario(data: object, source: str | None = None) -> Scenario:
         config = parse_config(data, extra_keys=SCENARIO_KEYS, source=source)
     except ConfigError as error:
         problems.extend(error.problems)
-    jobs = [_job(j, f"jobs[{i}]", problems) for i, j in enumerate(_listed(data, "jobs", problems))]
+    jobs = [
+        _job(job, f"jobs[{i}]", config, problems)
+        for i, job in enumerate(_listed(data, "jobs", problems))
+    ]
     events = [
         _event(e, f"events[{i}]", problems) for i, e in enumerate(_listed(data, "events", problems))
     ]
     settings = data.get("settings", {})
     delay = 0.0
     if isinstance(settings, Mapping):
-        fields = _Fields(settings, "settings", problems)
+        fields = Fields(settings, "settings", problems)
         fields.unknown(("preemption_delay",))
-        delay = fields.number("preemption_delay", 0.0, 0) or 0.0
+        delay = fields.get("preemption_delay", _SECONDS, 0.0) or 0.0
     else:
         problems.append(Problem("settings", "must be a mapping, e.g. {preemption_delay: 0}"))
     _check_unique_ids(jobs, problems)
@@ -239,7 +188,7 @@ def parse_scenario(data: object, source: str | None = None) -> Scenario:
         ((e, i) for i, e in enumerate(events) if e is not None), key=lambda pair: pair[0].at
     )
     if config is not None:
-        _check_events(config, timed, source, problems)
+        _check_events(config, timed, problems)
     if problems or config is None:
         raise ScenarioError(problems, source)
     return Scenario(
@@ -263,35 +212,28 @@ def _check_unique_ids(jobs: list[JobSpec | None], problems: list[Problem]) -> No
             first[job.id] = index
 
 
-def apply_event(config: QueueConfig, event: ConfigEvent) -> QueueConfig:
+def apply_event(config: QueueConfig, event: ConfigEvent, path: str = "") -> QueueConfig:
     """The config after ``event``; raises :class:`ConfigError` if the result is invalid."""
-    data = config_to_dict(config)
+    where = path or f"event at t={event.at:g}"
     if event.action == "update_share":
-        shares = data["shares"]
-        for index, share in enumerate(shares):
-            if share["name"] == event.changes["name"]:
-                shares[index] = {**share, **event.changes}
-                break
-        else:
-            shares.append(dict(event.changes))
-    else:
-        data.update(event.changes)
-    return parse_config(data)
+        return update_share(config, event.changes, f"{where}.update_share")
+    data = {**config_to_dict(config), **event.changes}
+    try:
+        return parse_config(data)
+    except ConfigError as error:
+        raise ConfigError(
+            [Problem(f"{where}.update_queue -> {p.path}", p.message) for p in error.problems]
+        ) from None
 
 
 def _check_events(
     config: QueueConfig,
     timed: list[tuple[ConfigEvent, int]],
-    source: str | None,
     problems: list[Problem],
 ) -> None:
     """Apply the events in time order, so an invalid change is reported before the run."""
     for event, index in timed:
         try:
-            config = apply_event(config, event)
+            config = apply_event(config, event, f"events[{index}]")
         except ConfigError as error:
-            for problem in error.problems:
-                path = f"events[{index}].{event.action}" + (
-                    f" -> {problem.path}" if problem.path else ""
-                )
-                problems.append(Problem(path, problem.message))
+            problems.extend(error.problems)
