@@ -1,0 +1,33 @@
+"""Airflow finds the provider through its entry point and accepts what it declares."""
+
+from __future__ import annotations
+
+import json
+from importlib.metadata import entry_points
+from pathlib import Path
+
+import airflow
+import jsonschema
+
+import airflow_quota_provider
+
+
+def test_the_entry_point_gives_provider_info_that_matches_airflows_schema() -> None:
+    (point,) = [
+        p
+        for p in entry_points(group="apache_airflow_provider")
+        if p.value.startswith("airflow_quota_provider")
+    ]
+    info = point.load()()
+    schema = json.loads((Path(airflow.__file__).parent / "provider_info.schema.json").read_text())
+    jsonschema.validate(info, schema)
+    assert info["package-name"] == "airflow-quota-provider"
+    assert info["versions"] == [airflow_quota_provider.__version__]
+
+
+def test_airflows_providers_manager_lists_the_provider() -> None:
+    from airflow.providers_manager import ProvidersManager
+
+    providers = ProvidersManager().providers
+    assert "airflow-quota-provider" in providers
+    assert providers["airflow-quota-provider"].version == airflow_quota_provider.__version__
