@@ -27,6 +27,8 @@ import sys
 import time
 from collections.abc import Callable
 
+from bounds import bound
+
 from airflow_quota_provider.core import (
     QueueConfig,
     QueueState,
@@ -40,7 +42,7 @@ from airflow_quota_provider.core import (
 UNITS = [f"ml.unit{i}.xlarge" for i in range(5)]
 SHARES = 20
 PER_SHARE = 100  # instances of each unit a share owns; the queue has 20 x 100 of each
-BOUND_MS = 50.0  # the bound for 10,000 waiting and 2,000 running jobs
+BOUND_MS = bound("engine_full_cycle_ms")
 
 
 def make_config() -> QueueConfig:

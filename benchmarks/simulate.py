@@ -24,7 +24,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-BOUND_SECONDS = 20.0  # the bound for 10,000 jobs
+from bounds import bound
+
+BOUND_SECONDS = bound("simulate_10k_jobs_seconds")
 UNITS = {"ml.p4d.24xlarge": 64, "ml.g5.12xlarge": 128}
 STRATEGIES = ["LEND_AND_BORROW", "LEND_AND_BORROW", "LEND", "RESERVE", "LEND_AND_BORROW"]
 
@@ -46,7 +48,7 @@ def make_scenario(job_count: int, seed: int = 11) -> dict[str, Any]:
     jobs = []
     clock = 0.0
     for i in range(job_count):
-        clock += rng.expovariate(1 / 150)
+        clock += rng.expovariate(1 / 200)
         unit = rng.choice(list(UNITS))
         job: dict[str, Any] = {
             "id": f"j{i}",
