@@ -25,6 +25,7 @@ from airflow_quota_provider.core.model import (
     Sharing,
     VictimOrder,
 )
+from airflow_quota_provider.core.occupancy import Occupancy, occupancy
 from airflow_quota_provider.core.reasons import (
     FailureCode,
     PreemptionKind,
@@ -39,6 +40,7 @@ __all__ = [
     "Failure",
     "FailureCode",
     "IdleAssignment",
+    "Occupancy",
     "Preemption",
     "PreemptionKind",
     "QueueConfig",
@@ -56,5 +58,6 @@ __all__ = [
     "WaitingJob",
     "WaitingReasons",
     "check_submission",
+    "occupancy",
     "schedule",
 ]
