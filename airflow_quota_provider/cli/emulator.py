@@ -1,0 +1,112 @@
+"""``airflow-quota emulator``: serve the local AWS endpoint for Batch quota shares and SageMaker."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from typing import Any
+
+from airflow_quota_provider.config_file import load_config
+from airflow_quota_provider.emulator.bootstrap import apply_config
+from airflow_quota_provider.emulator.emulator import Emulator, EmulatorOptions
+from airflow_quota_provider.emulator.errors import ApiError
+from airflow_quota_provider.emulator.server import EmulatorServer
+from airflow_quota_provider.exceptions import ConfigError
+
+DEFAULT_PORT = 4599
+
+
+def add_parser(commands: Any) -> None:
+    parser: argparse.ArgumentParser = commands.add_parser(
+        "emulator",
+        help="serve a local AWS endpoint for Batch quota shares and SageMaker training jobs",
+        description="Serve AWS Batch (service environments, scheduling policies, job queues, "
+        "quota shares, service jobs) and SageMaker training jobs on one local endpoint. "
+        "Point boto3 or the AWS CLI at it with endpoint_url / AWS_ENDPOINT_URL and any "
+        "dummy credentials.",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="port to listen on")
+    parser.add_argument(
+        "--time-scale",
+        type=float,
+        default=1.0,
+        metavar="N",
+        help="emulated seconds per real second (60: a two-hour run takes two minutes; "
+        "0: time moves only through POST /_emulator/clock)",
+    )
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        help="quota config (YAML or JSON) whose environment, policy, queue and shares "
+        "are created at start",
+    )
+    parser.add_argument("--region", default="us-east-1", help="region in the ARNs")
+    parser.add_argument(
+        "--instance-limit",
+        action="append",
+        default=[],
+        metavar="TYPE=COUNT",
+        help="instances of TYPE that direct CreateTrainingJob calls may hold (repeatable)",
+    )
+    parser.add_argument("--verbose", action="store_true", help="log every request")
+    parser.set_defaults(handler=run)
+
+
+def parse_limits(values: list[str]) -> dict[str, int]:
+    limits: dict[str, int] = {}
+    for value in values:
+        kind, _, count = value.partition("=")
+        if not kind or not count.isdigit():
+            raise ValueError(f"--instance-limit expects TYPE=COUNT, got {value!r}")
+        limits[kind] = int(count)
+    return limits
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO)
+    emulator = build(args)
+    if isinstance(emulator, int):
+        return emulator
+    try:
+        server = EmulatorServer(emulator, args.host, args.port)
+    except OSError as error:
+        print(f"cannot listen on {args.host}:{args.port}: {error.strerror}", file=sys.stderr)
+        return 1
+    print(f"serving Batch and SageMaker on {server.url} (time scale {args.time_scale:g})")
+    sys.stdout.flush()
+    try:
+        server.httpd.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.httpd.server_close()
+    return 0
+
+
+def build(args: argparse.Namespace) -> Emulator | int:
+    """The emulator the arguments describe, its ``--config`` applied; or an exit code."""
+    if args.time_scale < 0:
+        print(f"--time-scale must be >= 0, got {args.time_scale:g}", file=sys.stderr)
+        return 2
+    try:
+        limits = parse_limits(args.instance_limit)
+    except ValueError as error:
+        print(error, file=sys.stderr)
+        return 2
+    emulator = Emulator(
+        EmulatorOptions(time_scale=args.time_scale, region=args.region, instance_limits=limits)
+    )
+    if not args.config:
+        return emulator
+    try:
+        apply_config(emulator, load_config(args.config))
+    except ConfigError as error:
+        for problem in error.problems:
+            print(f"{args.config}: {problem}", file=sys.stderr)
+        return 1
+    except ApiError as error:
+        print(f"{args.config}: {error.code}: {error.message}", file=sys.stderr)
+        return 1
+    return emulator

@@ -1,0 +1,253 @@
+"""Service jobs through the quota engine: the core decides, this module applies.
+
+One :class:`~airflow_quota_provider.core.QueueState` per job queue. After
+anything that could change a decision (a submission, a training job ending,
+a config change) the queue is marked dirty, and :meth:`Dispatcher.settle`
+runs cycles until one decides nothing, applying each as the simulator does:
+
+- **admit**: the job leaves the queue, its attempt's SageMaker training job
+  is created (``AWSBatch<name><hex>``), the job is SCHEDULED;
+- **preempt**: the job's running record is marked terminating, its
+  ``statusReason`` becomes ``PREEMPTION_IN_PROGRESS: ...`` and its training
+  job is stopped; the capacity is freed only once it is ``Stopped``, when
+  :mod:`~airflow_quota_provider.emulator.attempts` requeues or fails it;
+- **fail**: the job ends FAILED with the core's reason.
+
+Waiting jobs get the core's reason (``NO_IDLE_CAPACITY: ...``) as their
+``statusReason``, looked up from the last cycle when they are described.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from airflow_quota_provider.core import (
+    Admission,
+    Decisions,
+    Failure,
+    Preemption,
+    PreemptionKind,
+    QueueState,
+    RunningJob,
+    WaitingJob,
+    schedule,
+)
+from airflow_quota_provider.emulator import attempts
+from airflow_quota_provider.emulator.queue_config import dispatching, queue_config
+from airflow_quota_provider.emulator.store import ServiceJob, TrainingJob
+
+if TYPE_CHECKING:
+    from airflow_quota_provider.emulator.world import World
+
+SUBMIT_DELAY_SECONDS = 1.0
+"""A job is SUBMITTED this long before it enters its queue (RUNNABLE)."""
+
+MAX_CYCLES_PER_SETTLE = 10_000
+
+PREEMPTION_HEADLINES = {
+    # AWS's documented wording for reclaim; the other two are ours.
+    PreemptionKind.RECLAIM: "Cross-share preemption triggered to reclaim borrowed capacity",
+    PreemptionKind.IN_SHARE: "In-share preemption triggered by a higher priority job",
+    PreemptionKind.CAPACITY_REDUCED: (
+        "Preemption triggered because the quota share's capacity limits were lowered"
+    ),
+}
+
+
+class Dispatcher:
+    def __init__(self, world: World) -> None:
+        self.world = world
+        self.states: dict[str, QueueState] = {}
+        self.last: dict[str, Decisions] = {}
+        self.dirty: set[str] = set()
+        self.rechecks: dict[str, float] = {}
+        self.cycles = 0
+
+    # -- queues -------------------------------------------------------------------
+
+    def queue_changed(self, queue_arn: str) -> None:
+        """Re-read a queue's config after its environments, policy or shares changed."""
+        queue = self.world.store.queues[queue_arn]
+        config = queue_config(self.world.store, queue)
+        state = self.states.get(queue_arn)
+        if state is None:
+            self.states[queue_arn] = QueueState(config)
+        else:
+            state.config = config
+        self.dirty.add(queue_arn)
+
+    def queue_deleted(self, queue_arn: str) -> None:
+        self.states.pop(queue_arn, None)
+        self.last.pop(queue_arn, None)
+        self.dirty.discard(queue_arn)
+
+    def state(self, queue_arn: str) -> QueueState:
+        return self.states[queue_arn]
+
+    # -- jobs ---------------------------------------------------------------------
+
+    def submit(self, job: ServiceJob) -> None:
+        self.world.after(SUBMIT_DELAY_SECONDS, lambda: self._enqueue(job))
+
+    def _enqueue(self, job: ServiceJob) -> None:
+        if job.status == "SUBMITTED" and job.queue_arn in self.states:
+            self.requeue(job)
+
+    def requeue(self, job: ServiceJob) -> None:
+        """Put a job (back) in its share's queue at its original place."""
+        job.status = "RUNNABLE"
+        job.status_reason = None
+        job.runnable_since = self.world.now_ms
+        self.states[job.queue_arn].add_waiting(waiting_job(job))
+        self.dirty.add(job.queue_arn)
+
+    def release(self, job: ServiceJob) -> None:
+        """Free the capacity a job's ended attempt held."""
+        state = self.states.get(job.queue_arn)
+        if state is not None and state.running_job(job.id) is not None:
+            state.remove_running(job.id)
+            self.dirty.add(job.queue_arn)
+
+    def reprioritize(self, job: ServiceJob, priority: int) -> None:
+        job.priority = priority
+        state = self.states.get(job.queue_arn)
+        if state is None:
+            return
+        waiting = state.waiting_job(job.id)
+        if waiting is not None:
+            state.remove_waiting(job.id)
+            state.add_waiting(replace(waiting, priority=priority))
+        running = state.running_job(job.id)
+        if running is not None:
+            state.replace_running(replace(running, priority=priority))
+        self.dirty.add(job.queue_arn)
+
+    def terminate(self, job: ServiceJob, reason: str) -> None:
+        """End a job: at once if it waits, once its training job has stopped if it runs."""
+        if job.done:
+            return
+        state = self.states.get(job.queue_arn)
+        if job.status in ("SUBMITTED", "RUNNABLE"):
+            if state is not None and state.waiting_job(job.id) is not None:
+                state.remove_waiting(job.id)
+                self.dirty.add(job.queue_arn)
+            attempts.finish(self.world, job, "FAILED", reason, terminated=True)
+            return
+        self.stop_attempt(job, "terminate", reason)
+
+    def stop_attempt(self, job: ServiceJob, cause: str, detail: str) -> None:
+        """Stop a running job's training job; what follows depends on ``cause``."""
+        job.stop_cause, job.stop_detail = cause, detail
+        state = self.states.get(job.queue_arn)
+        running = state.running_job(job.id) if state is not None else None
+        if state is not None and running is not None and not running.terminating:
+            state.replace_running(replace(running, terminating=True))
+        training = self.world.store.training_jobs[job.attempts[-1].training_job_name]
+        if training.status == "InProgress":
+            self.world.training.stop(training)
+
+    def wait_reason(self, job: ServiceJob) -> str | None:
+        """Why a RUNNABLE job waits, from the queue's last cycle."""
+        if job.status != "RUNNABLE":
+            return None
+        queue = self.world.store.queues.get(job.queue_arn)
+        if queue is not None and not dispatching(self.world.store, queue):
+            return (
+                f"SERVICE_ENVIRONMENT_DISABLED: no service environment of job queue "
+                f"{queue.name} is ENABLED; jobs wait until one is"
+            )
+        decisions = self.last.get(job.queue_arn)
+        if decisions is None:
+            return None
+        wait = decisions.waiting.get(job.id)
+        return None if wait is None else f"{wait.code.value}: {wait.message}"
+
+    def training_changed(self, training: TrainingJob) -> None:
+        job = self.world.store.jobs.get(training.owner) if training.owner else None
+        if job is None or not job.attempts:
+            return
+        if job.attempts[-1].training_job_name == training.name:
+            attempts.training_changed(self.world, job, training)
+
+    # -- cycles -------------------------------------------------------------------
+
+    def settle(self) -> None:
+        while self.dirty:
+            self._settle_queue(self.dirty.pop())
+
+    def _settle_queue(self, queue_arn: str) -> None:
+        state = self.states.get(queue_arn)
+        queue = self.world.store.queues.get(queue_arn)
+        if state is None or queue is None or not dispatching(self.world.store, queue):
+            return
+        for _ in range(MAX_CYCLES_PER_SETTLE):
+            decisions = schedule(state, self.world.now)
+            self.cycles += 1
+            self.last[queue_arn] = decisions
+            self._plan_recheck(queue_arn, decisions.recheck_at)
+            if not (decisions.admit or decisions.preempt or decisions.fail):
+                return
+            self._apply(state, decisions)
+        raise RuntimeError(f"job queue {queue.name} did not settle (preemption thrash)")
+
+    def _plan_recheck(self, queue_arn: str, at: float | None) -> None:
+        if at is None or at <= self.world.now or self.rechecks.get(queue_arn) == at:
+            return
+        self.rechecks[queue_arn] = at
+        self.world.at(at, lambda: self.dirty.add(queue_arn))
+
+    def _apply(self, state: QueueState, decisions: Decisions) -> None:
+        jobs = self.world.store.jobs
+        for failure in decisions.fail:
+            self._fail(state, jobs[failure.job_id], failure)
+        for admission in decisions.admit:
+            self._admit(state, jobs[admission.job_id], admission)
+        for preemption in decisions.preempt:
+            self._preempt(jobs[preemption.job_id], preemption)
+
+    def _fail(self, state: QueueState, job: ServiceJob, failure: Failure) -> None:
+        state.remove_waiting(job.id)
+        attempts.finish(self.world, job, "FAILED", f"{failure.code.value}: {failure.message}")
+
+    def _admit(self, state: QueueState, job: ServiceJob, admission: Admission) -> None:
+        waiting = state.remove_waiting(job.id)
+        launch = attempts.prepare(self.world, job)
+        if isinstance(launch, str):
+            attempts.finish(self.world, job, "FAILED", launch)
+            return
+        state.add_running(
+            RunningJob(
+                job.id,
+                waiting.share,
+                waiting.demand,
+                job.priority,
+                self.world.now,
+                submitted=job.submitted,
+                preemptions=job.preemptions,
+                preemption_retries=waiting.preemption_retries,
+                checkpoint_interval=launch.checkpoint_interval,
+                resumed_work=launch.resumed_work,
+            )
+        )
+        attempts.launch(self.world, job, launch)
+
+    def _preempt(self, job: ServiceJob, preemption: Preemption) -> None:
+        headline = PREEMPTION_HEADLINES[preemption.kind]
+        job.status_reason = f"PREEMPTION_IN_PROGRESS: {headline}"
+        job.preemption_fails = preemption.fails
+        self.stop_attempt(job, "preempt", f"{headline}: {preemption.message}")
+
+
+def waiting_job(job: ServiceJob) -> WaitingJob:
+    config = job.preemption_config or {}
+    return WaitingJob(
+        job.id,
+        job.share,
+        job.demand,
+        job.priority,
+        job.submitted,
+        preemptions=job.preemptions,
+        preemption_retries=config.get("preemptionRetriesBeforeTermination"),
+        checkpoint_interval=None,
+    )

@@ -1,0 +1,240 @@
+"""The life of an emulated SageMaker training job, in emulated time.
+
+``InProgress`` passes through the secondary statuses ``Starting``
+(:data:`STARTING_SECONDS`), ``Downloading`` (:data:`DOWNLOADING_SECONDS`),
+``Training`` (the job's work, from the tag ``emulator:duration-seconds``,
+default 60) and ``Uploading`` (:data:`UPLOADING_SECONDS`), then ends
+``Completed``; or ``Failed`` once ``emulator:fail-after-seconds`` of training
+have passed; or, when stopped, ``Stopping`` for :data:`STOPPING_SECONDS`
+and then ``Stopped``.
+
+Checkpoints: with ``CheckpointConfig.S3Uri`` the work is saved every
+``emulator:checkpoint-interval-seconds`` (default 300) of training, and a
+later training job with the same URI starts its ``Training`` phase from the
+last save, so a stopped job loses only the work since its checkpoint.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from airflow_quota_provider.emulator.store import TrainingJob
+
+if TYPE_CHECKING:
+    from airflow_quota_provider.emulator.world import World
+
+STARTING_SECONDS = 4.0
+DOWNLOADING_SECONDS = 2.0
+UPLOADING_SECONDS = 2.0
+STOPPING_SECONDS = 2.0
+
+DURATION_TAG = "emulator:duration-seconds"
+FAIL_AFTER_TAG = "emulator:fail-after-seconds"
+CHECKPOINT_INTERVAL_TAG = "emulator:checkpoint-interval-seconds"
+DEFAULT_DURATION = 60.0
+DEFAULT_CHECKPOINT_INTERVAL = 300.0
+
+_MESSAGES = {
+    "Starting": "Preparing the instances for training",
+    "Downloading": "Downloading input data",
+    "Training": "Training image download completed. Training in progress.",
+    "Uploading": "Uploading generated training model",
+    "Completed": "Training job completed",
+    "Stopping": "Stopping the training job",
+    "Stopped": "The training job was stopped",
+}
+
+
+@dataclass(frozen=True)
+class Timing:
+    duration: float
+    fail_after: float | None
+    checkpoint_interval: float
+
+
+def timing_from_tags(tags: Mapping[str, str]) -> Timing | str:
+    """The emulated timing a job's tags ask for, or what is wrong with them."""
+    values: dict[str, float] = {}
+    for tag in (DURATION_TAG, FAIL_AFTER_TAG, CHECKPOINT_INTERVAL_TAG):
+        if tag not in tags:
+            continue
+        try:
+            values[tag] = float(tags[tag])
+        except ValueError:
+            return f"tag {tag} must be a number of seconds, got {tags[tag]!r}"
+        if not math.isfinite(values[tag]) or values[tag] < 0:
+            return f"tag {tag} must be a number of seconds >= 0, got {tags[tag]!r}"
+    interval = values.get(CHECKPOINT_INTERVAL_TAG, DEFAULT_CHECKPOINT_INTERVAL)
+    if interval <= 0:
+        return f"tag {CHECKPOINT_INTERVAL_TAG} must be > 0 seconds"
+    return Timing(values.get(DURATION_TAG, DEFAULT_DURATION), values.get(FAIL_AFTER_TAG), interval)
+
+
+def instances_of(request: Mapping[str, Any]) -> dict[str, int] | str:
+    """Instances per type a CreateTrainingJob request asks for, or why they cannot be read."""
+    config = request.get("ResourceConfig")
+    if not isinstance(config, dict):
+        return "ResourceConfig with InstanceType and InstanceCount is required"
+    groups = config.get("InstanceGroups")
+    if groups:
+        demand: dict[str, int] = {}
+        for group in groups:
+            kind, count = group.get("InstanceType"), group.get("InstanceCount")
+            if not isinstance(kind, str) or not isinstance(count, int) or count < 1:
+                return (
+                    "every ResourceConfig.InstanceGroups entry needs InstanceType and InstanceCount"
+                )
+            demand[kind] = demand.get(kind, 0) + count
+        return demand
+    kind, count = config.get("InstanceType"), config.get("InstanceCount")
+    if not isinstance(kind, str) or not isinstance(count, int) or count < 1:
+        return "ResourceConfig.InstanceType and ResourceConfig.InstanceCount (>= 1) are required"
+    return {kind: count}
+
+
+def tags_of(request: Mapping[str, Any]) -> dict[str, str]:
+    return {t["Key"]: t.get("Value", "") for t in request.get("Tags") or ()}
+
+
+class TrainingRuntime:
+    """Creates training jobs and moves them through their phases as time passes."""
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+        self.on_change: Callable[[TrainingJob], None] | None = None
+
+    def create(
+        self, name: str, request: dict[str, Any], timing: Timing, owner: str | None = None
+    ) -> TrainingJob:
+        """A new training job, ``InProgress``/``Starting`` now. ``request`` is already valid."""
+        instances = instances_of(request)
+        assert isinstance(instances, dict)
+        checkpoint = request.get("CheckpointConfig") or {}
+        job = TrainingJob(
+            name=name,
+            arn=self.world.arns.training_job(name),
+            request=request,
+            tags=tags_of(request),
+            created=self.world.now,
+            duration=timing.duration,
+            fail_after=timing.fail_after,
+            checkpoint_uri=checkpoint.get("S3Uri"),
+            checkpoint_interval=timing.checkpoint_interval,
+            instances=instances,
+            owner=owner,
+        )
+        self.world.store.training_jobs[name] = job
+        self._enter(job, "InProgress", "Starting")
+        self._then(job, STARTING_SECONDS, self._download)
+        return job
+
+    def stop(self, job: TrainingJob) -> None:
+        """Begin stopping an ``InProgress`` job; it ends ``Stopped`` after the stopping phase."""
+        assert job.status == "InProgress"
+        self._save_checkpoint(job)
+        self._enter(job, "Stopping", "Stopping")
+        self._then(job, STOPPING_SECONDS, self._stopped)
+
+    def progress(self, job: TrainingJob) -> float:
+        """Seconds of work done, resumed work included."""
+        if job.training_start is None:
+            return job.resumed_work
+        if job.secondary != "Training":
+            end = job.training_end if job.training_end is not None else job.modified
+        else:
+            end = self.world.now
+        return min(job.duration, job.resumed_work + max(0.0, end - job.training_start))
+
+    def in_use(self) -> dict[str, int]:
+        """Instances per type held by training jobs that have not ended."""
+        used: dict[str, int] = {}
+        for job in self.world.store.training_jobs.values():
+            if job.status in ("InProgress", "Stopping"):
+                for kind, count in job.instances.items():
+                    used[kind] = used.get(kind, 0) + count
+        return used
+
+    # -- phases -----------------------------------------------------------------
+
+    def _download(self, job: TrainingJob) -> None:
+        self._enter(job, "InProgress", "Downloading")
+        self._then(job, DOWNLOADING_SECONDS, self._train)
+
+    def _train(self, job: TrainingJob) -> None:
+        saved = self.world.store.checkpoints.get(job.checkpoint_uri or "", 0.0)
+        job.resumed_work = min(job.duration, saved) if job.checkpoint_uri else 0.0
+        job.training_start = self.world.now
+        message = _MESSAGES["Training"]
+        if job.resumed_work:
+            message += (
+                f" Resumed from the checkpoint at {job.checkpoint_uri} with "
+                f"{job.resumed_work:g} of {job.duration:g} seconds of work done."
+            )
+        self._enter(job, "InProgress", "Training", message)
+        remaining = job.duration - job.resumed_work
+        if job.fail_after is not None and job.fail_after < remaining:
+            self._then(job, job.fail_after, self._fail)
+        else:
+            self._then(job, remaining, self._upload)
+
+    def _upload(self, job: TrainingJob) -> None:
+        job.training_end = self.world.now
+        if job.checkpoint_uri:
+            self.world.store.checkpoints[job.checkpoint_uri] = job.duration
+        self._enter(job, "InProgress", "Uploading")
+        self._then(job, UPLOADING_SECONDS, self._complete)
+
+    def _complete(self, job: TrainingJob) -> None:
+        self._enter(job, "Completed", "Completed")
+
+    def _fail(self, job: TrainingJob) -> None:
+        self._save_checkpoint(job)
+        job.training_end = self.world.now
+        job.failure_reason = (
+            f"AlgorithmError: emulated failure after {job.fail_after:g} seconds of training "
+            f"(tag {FAIL_AFTER_TAG})"
+        )
+        self._enter(job, "Failed", "Failed", job.failure_reason)
+
+    def _stopped(self, job: TrainingJob) -> None:
+        self._enter(job, "Stopped", "Stopped")
+
+    # -- mechanics --------------------------------------------------------------
+
+    def _save_checkpoint(self, job: TrainingJob) -> None:
+        if job.training_start is not None and job.training_end is None:
+            job.training_end = self.world.now
+        if not job.checkpoint_uri:
+            return
+        progress = self.progress(job)
+        saved = math.floor(progress / job.checkpoint_interval) * job.checkpoint_interval
+        checkpoints = self.world.store.checkpoints
+        checkpoints[job.checkpoint_uri] = max(checkpoints.get(job.checkpoint_uri, 0.0), saved)
+
+    def _enter(self, job: TrainingJob, status: str, secondary: str, message: str = "") -> None:
+        now = self.world.now
+        if job.transitions:
+            job.transitions[-1]["EndTime"] = now
+        job.transitions.append(
+            {
+                "Status": secondary,
+                "StartTime": now,
+                "StatusMessage": message or _MESSAGES.get(secondary, secondary),
+            }
+        )
+        job.status, job.secondary, job.modified = status, secondary, now
+        job.serial += 1
+        if self.on_change is not None:
+            self.on_change(job)
+
+    def _then(self, job: TrainingJob, seconds: float, phase: Callable[[TrainingJob], None]) -> None:
+        serial = job.serial
+
+        def fire() -> None:
+            if job.serial == serial:
+                phase(job)
+
+        self.world.after(seconds, fire)

@@ -1,0 +1,185 @@
+"""SageMaker's Create/Describe/Stop/ListTrainingJobs.
+
+Errors as SageMaker sends them: an unknown name in DescribeTrainingJob is a
+``ValidationException`` "Requested resource not found." (what the amazon
+provider's operators test for), in StopTrainingJob the modelled
+``ResourceNotFound``; a taken name is ``ResourceInUse``; a direct create
+beyond ``--instance-limit`` is ``ResourceLimitExceeded``. Training jobs that
+Batch creates are bounded by their queue's capacity instead.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from airflow_quota_provider.emulator.errors import (
+    ResourceInUse,
+    ResourceLimitExceeded,
+    ResourceNotFound,
+    SageMakerValidationError,
+)
+from airflow_quota_provider.emulator.pagination import check_limit, page
+from airflow_quota_provider.emulator.registry import Handler, Params, Response
+from airflow_quota_provider.emulator.service_model import SAGEMAKER, service_model
+from airflow_quota_provider.emulator.store import TrainingJob
+from airflow_quota_provider.emulator.training import instances_of, tags_of, timing_from_tags
+
+if TYPE_CHECKING:
+    from airflow_quota_provider.emulator.world import World
+
+DEFAULT_MAX_RUNTIME = 86_400
+
+
+def create(world: World, params: Params) -> Response:
+    name = params["TrainingJobName"]
+    existing = world.store.training_jobs.get(name)
+    if existing is not None:
+        raise ResourceInUse(
+            f"Training job names must be unique within an AWS account and region, "
+            f"and a training job with this name already exists ({existing.arn})"
+        )
+    instances = instances_of(params)
+    if isinstance(instances, str):
+        raise SageMakerValidationError(instances)
+    timing = timing_from_tags(tags_of(params))
+    if isinstance(timing, str):
+        raise SageMakerValidationError(timing)
+    _check_limits(world, instances)
+    job = world.training.create(name, params, timing)
+    return {"TrainingJobArn": job.arn}
+
+
+def _check_limits(world: World, instances: dict[str, int]) -> None:
+    used = world.training.in_use()
+    for kind, count in sorted(instances.items()):
+        limit = world.instance_limits.get(kind)
+        if limit is not None and used.get(kind, 0) + count > limit:
+            raise ResourceLimitExceeded(
+                f"The account-level service limit '{kind} for training job usage' is {limit} "
+                f"Instances, with current utilization of {used.get(kind, 0)} Instances and a "
+                f"request delta of {count} Instances. Please use AWS Service Quotas to request "
+                "an increase for this quota."
+            )
+
+
+def describe_one(world: World, params: Params) -> Response:
+    job = world.store.training_jobs.get(params["TrainingJobName"])
+    if job is None:
+        raise SageMakerValidationError("Requested resource not found.")
+    return describe(world, job)
+
+
+def describe(world: World, job: TrainingJob) -> dict[str, Any]:
+    output = service_model(SAGEMAKER).operation_model("DescribeTrainingJob").output_shape
+    request_shape = service_model(SAGEMAKER).operation_model("CreateTrainingJob").input_shape
+    assert output is not None and request_shape is not None
+    echoed = {
+        name: value
+        for name, value in job.request.items()
+        if name in output.members
+        and name in request_shape.members
+        and output.members[name].name == request_shape.members[name].name
+    }
+    ended = job.status in ("Completed", "Failed", "Stopped")
+    seconds = _training_seconds(job) if ended else None
+    return {
+        **echoed,
+        "TrainingJobName": job.name,
+        "TrainingJobArn": job.arn,
+        "ModelArtifacts": {"S3ModelArtifacts": _artifacts(job)},
+        "TrainingJobStatus": job.status,
+        "SecondaryStatus": job.secondary,
+        "FailureReason": job.failure_reason,
+        "StoppingCondition": job.request.get("StoppingCondition")
+        or {"MaxRuntimeInSeconds": DEFAULT_MAX_RUNTIME},
+        "CreationTime": job.created,
+        "TrainingStartTime": job.training_start,
+        "TrainingEndTime": job.training_end if ended else None,
+        "LastModifiedTime": job.modified,
+        "SecondaryStatusTransitions": job.transitions,
+        "TrainingTimeInSeconds": seconds,
+        "BillableTimeInSeconds": seconds,
+    }
+
+
+def _training_seconds(job: TrainingJob) -> int:
+    if job.training_start is None or job.training_end is None:
+        return 0
+    return int(job.training_end - job.training_start)
+
+
+def _artifacts(job: TrainingJob) -> str:
+    output = job.request.get("OutputDataConfig") or {}
+    base = str(output.get("S3OutputPath", "s3://emulated-bucket/output")).rstrip("/")
+    return f"{base}/{job.name}/output/model.tar.gz"
+
+
+def stop(world: World, params: Params) -> Response:
+    name = params["TrainingJobName"]
+    job = world.store.training_jobs.get(name)
+    if job is None:
+        raise ResourceNotFound(f"Training job {name} does not exist.")
+    if job.status != "InProgress":
+        raise SageMakerValidationError(
+            f"The request was rejected because the training job is in status {job.status}."
+        )
+    world.training.stop(job)
+    return {}
+
+
+def list_all(world: World, params: Params) -> Response:
+    jobs = [job for job in world.store.training_jobs.values() if _matches(job, params)]
+    sort_by = params.get("SortBy", "CreationTime")
+    descending = params.get("SortOrder", "Ascending") == "Descending"
+
+    def key(job: TrainingJob) -> tuple[Any, ...]:
+        if sort_by == "Name":
+            return (job.name,)
+        if sort_by == "Status":
+            return (job.status, job.name)
+        return (job.created, job.name)
+
+    jobs.sort(key=key, reverse=descending)
+    limit = check_limit(params.get("MaxResults"), 10, SAGEMAKER)
+    chosen, token = page(
+        jobs,
+        key,
+        limit=limit,
+        token=params.get("NextToken"),
+        service=SAGEMAKER,
+        descending=descending,
+    )
+    return {"TrainingJobSummaries": [_summary(job) for job in chosen], "NextToken": token}
+
+
+def _matches(job: TrainingJob, params: Params) -> bool:
+    checks = (
+        ("CreationTimeAfter", lambda t: job.created > t),
+        ("CreationTimeBefore", lambda t: job.created < t),
+        ("LastModifiedTimeAfter", lambda t: job.modified > t),
+        ("LastModifiedTimeBefore", lambda t: job.modified < t),
+        ("NameContains", lambda text: text.lower() in job.name.lower()),
+        ("StatusEquals", lambda status: job.status == status),
+    )
+    return all(check(params[name]) for name, check in checks if params.get(name) is not None)
+
+
+def _summary(job: TrainingJob) -> dict[str, Any]:
+    ended = job.status in ("Completed", "Failed", "Stopped")
+    return {
+        "TrainingJobName": job.name,
+        "TrainingJobArn": job.arn,
+        "CreationTime": job.created,
+        "TrainingEndTime": job.training_end if ended else None,
+        "LastModifiedTime": job.modified,
+        "TrainingJobStatus": job.status,
+        "SecondaryStatus": job.secondary,
+    }
+
+
+HANDLERS: dict[str, Handler] = {
+    "CreateTrainingJob": create,
+    "DescribeTrainingJob": describe_one,
+    "StopTrainingJob": stop,
+    "ListTrainingJobs": list_all,
+}

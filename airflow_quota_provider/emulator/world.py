@@ -1,0 +1,66 @@
+"""Everything one emulated account holds, and the time it is there.
+
+``world.now`` is the emulated time of whatever is happening: the moment a
+timer fires while catching up, or the clock's time while a request is
+handled. Every timestamp a record gets is read from it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from airflow_quota_provider.emulator.arns import Arns
+from airflow_quota_provider.emulator.clock import EmulatedClock, to_millis
+from airflow_quota_provider.emulator.dispatch import Dispatcher
+from airflow_quota_provider.emulator.store import Store
+from airflow_quota_provider.emulator.timers import Action, Timers
+from airflow_quota_provider.emulator.training import TrainingRuntime
+
+MAX_TIMERS_PER_CATCH_UP = 1_000_000
+"""More timers than this in one catch-up means a timer keeps re-arming itself at once."""
+
+
+class World:
+    def __init__(
+        self,
+        clock: EmulatedClock,
+        arns: Arns,
+        instance_limits: Mapping[str, int] | None = None,
+    ) -> None:
+        self.clock = clock
+        self.arns = arns
+        self.instance_limits = dict(instance_limits or {})
+        self.store = Store()
+        self.timers = Timers()
+        self.now = clock.now()
+        self.training = TrainingRuntime(self)
+        self.dispatcher = Dispatcher(self)
+        self.training.on_change = self.dispatcher.training_changed
+
+    @property
+    def now_ms(self) -> int:
+        return to_millis(self.now)
+
+    def at(self, due: float, action: Action) -> None:
+        """Run ``action`` at emulated time ``due`` (at once on the next catch-up if past)."""
+        self.timers.at(due, action)
+
+    def after(self, seconds: float, action: Action) -> None:
+        self.timers.at(self.now + seconds, action)
+
+    def catch_up(self) -> None:
+        """Fire every timer due by the clock's time, each at its own time, then settle."""
+        target = max(self.now, self.clock.now())
+        for _ in range(MAX_TIMERS_PER_CATCH_UP):
+            due = self.timers.next_due()
+            if due is None or due > target:
+                break
+            due, action = self.timers.pop()
+            self.now = max(self.now, due)
+            action()
+            if self.timers.next_due() != due:
+                self.dispatcher.settle()
+        else:
+            raise RuntimeError("timers keep firing at the same instant")
+        self.now = target
+        self.dispatcher.settle()

@@ -1,0 +1,77 @@
+"""``airflow-quota emulator`` as users start it, and ``local_endpoint`` as tests and demos do."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from airflow_quota_provider.cli import main
+from airflow_quota_provider.cli.emulator import parse_limits
+from airflow_quota_provider.emulator import local_endpoint
+from tests.emulator.conftest import P4D, TWO_SHARES, make_client
+
+CONFIG = """\
+job_queue: demo
+capacity: {ml.p4d.24xlarge: 4}
+shares:
+  - {name: nlp, capacity: {ml.p4d.24xlarge: 2}, sharing: LEND_AND_BORROW, borrow_limit: 50}
+  - {name: eval, capacity: {ml.p4d.24xlarge: 2}, sharing: RESERVE}
+"""
+
+
+def test_the_command_serves_the_config_until_stopped(tmp_path):
+    config = tmp_path / "quota.yaml"
+    config.write_text(CONFIG)
+    command = [sys.executable, "-m", "airflow_quota_provider.cli", "emulator", "--port", "0"]
+    process = subprocess.Popen(
+        [*command, "--time-scale", "0", "--config", str(config)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        assert line.startswith("serving Batch and SageMaker on http://127.0.0.1:")
+        url = line.split()[5]
+        batch = make_client(url, "batch")
+        shares = batch.list_quota_shares(jobQueue="demo")["quotaShares"]
+        assert [(s["quotaShareName"], s["resourceSharingConfiguration"]) for s in shares] == [
+            ("eval", {"strategy": "RESERVE"}),
+            ("nlp", {"strategy": "LEND_AND_BORROW", "borrowLimit": 50}),
+        ]
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def test_an_invalid_config_is_reported_by_path(tmp_path, capsys):
+    config = tmp_path / "quota.yaml"
+    config.write_text(
+        "job_queue: demo\ncapacity: {gpu: 1}\nshares: [{name: a, capacity: {gpu: 2}}]\n"
+    )
+    assert main(["emulator", "--config", str(config), "--port", "0"]) == 1
+    assert str(config) in capsys.readouterr().err
+
+
+def test_bad_arguments_exit_2(capsys):
+    assert main(["emulator", "--time-scale", "-1"]) == 2
+    assert main(["emulator", "--instance-limit", "ml.p4d.24xlarge"]) == 2
+    err = capsys.readouterr().err
+    assert "--time-scale must be >= 0, got -1" in err
+    assert "--instance-limit expects TYPE=COUNT, got 'ml.p4d.24xlarge'" in err
+
+
+def test_instance_limits_parse():
+    assert parse_limits([f"{P4D}=16", "ml.g5.12xlarge=2"]) == {P4D: 16, "ml.g5.12xlarge": 2}
+    with pytest.raises(ValueError):
+        parse_limits([f"{P4D}=many"])
+
+
+def test_local_endpoint_yields_a_url_and_stops_cleanly():
+    with local_endpoint(TWO_SHARES, time_scale=0) as url:
+        batch = make_client(url, "batch")
+        assert batch.describe_job_queues()["jobQueues"][0]["jobQueueName"] == "ml-training"
+    with pytest.raises(Exception):  # noqa: B017 - any connection error: the server is gone
+        make_client(url, "batch", connect_timeout=1).describe_job_queues()
