@@ -9,6 +9,7 @@ from airflow_quota_provider.core.jobs import WaitingJob
 from airflow_quota_provider.core.model import (
     MAX_PRIORITY,
     MIN_PRIORITY,
+    UNLIMITED_BORROW,
     QueueConfig,
     Resources,
     Share,
@@ -164,11 +165,12 @@ def _over_limit(
             f"{head} and its sharing strategy {share.sharing.value} does not borrow",
         )
     more = max(0, limit - max(used, owned))
-    return Shortfall(
-        WaitCode.BORROW_LIMIT_REACHED,
-        unit,
-        f"{head} and may borrow {more} more ({borrow_limit_text(share.borrow_limit)})",
-    )
+    if share.borrow_limit == UNLIMITED_BORROW:
+        # an unlimited borrower is capped only by the queue itself
+        terms = f"the queue has {limit} in all (borrow_limit -1)"
+    else:
+        terms = f"may borrow {more} more ({borrow_limit_text(share.borrow_limit)})"
+    return Shortfall(WaitCode.BORROW_LIMIT_REACHED, unit, f"{head} and {terms}")
 
 
 def _short_of_free(

@@ -105,6 +105,17 @@ CASES = {
             )
         },
     ),
+    "an unlimited borrower is capped by the queue": Case(
+        two_shares,
+        [running("n0", "nlp", gpu=15)],
+        [waiting("n1", "nlp", gpu=2)],
+        want_waiting={
+            "n1": (
+                "BORROW_LIMIT_REACHED",
+                "nlp needs 2 gpu; it uses 15 of 8 and the queue has 16 in all (borrow_limit -1)",
+            )
+        },
+    ),
     "a LEND share never borrows": Case(
         queue(share("nlp").capacity(gpu=8).lend(), share("cv").capacity(gpu=8).lend(), gpu=16),
         [running("n0", "nlp", gpu=6)],
