@@ -1,0 +1,100 @@
+"""Read what AWS Batch has now for a sync target: Describe and List calls, every page.
+
+The result is the plain dicts Batch answers with, in an
+:class:`~airflow_quota_provider.sync.plan.AwsState` for the pure planner.
+A failed call raises :class:`~airflow_quota_provider.sync.errors.AwsCallFailed`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from botocore import xform_name
+
+from airflow_quota_provider.sync.errors import aws_call
+from airflow_quota_provider.sync.plan import AwsState
+from airflow_quota_provider.sync.shapes import named
+from airflow_quota_provider.sync.target import SyncTarget
+
+UNFINISHED_STATUSES = ("SUBMITTED", "PENDING", "RUNNABLE", "SCHEDULED", "STARTING", "RUNNING")
+
+
+def read_state(batch: Any, target: SyncTarget) -> AwsState:
+    """The target's environment, policy, queue, shares and unfinished jobs as AWS has them."""
+    environment = _first(
+        _pages(
+            batch,
+            "DescribeServiceEnvironments",
+            "serviceEnvironments",
+            serviceEnvironments=[target.service_environment],
+        ),
+        "serviceEnvironmentName",
+        target.service_environment,
+    )
+    policy = _policy_named(batch, target.scheduling_policy)
+    queue = _first(
+        _pages(batch, "DescribeJobQueues", "jobQueues", jobQueues=[target.job_queue]),
+        "jobQueueName",
+        target.job_queue,
+    )
+    if queue is None:
+        return AwsState(environment=environment, policy=policy)
+    shares = list(_pages(batch, "ListQuotaShares", "quotaShares", jobQueue=target.job_queue))
+    return AwsState(
+        environment=environment,
+        policy=policy,
+        queue=queue,
+        queue_policy=_queue_policy(batch, queue, policy),
+        shares=shares,
+        jobs=_unfinished_jobs(batch, target.job_queue),
+    )
+
+
+def _policy_named(batch: Any, name: str) -> dict[str, Any] | None:
+    """Batch lists policies by ARN only; the name is the ARN's last part."""
+    arns = [
+        item["arn"]
+        for item in _pages(batch, "ListSchedulingPolicies", "schedulingPolicies")
+        if named(item["arn"], "scheduling policy", name)
+    ]
+    return _describe_policy(batch, arns[0]) if arns else None
+
+
+def _queue_policy(
+    batch: Any, queue: Mapping[str, Any], policy: Mapping[str, Any] | None
+) -> dict[str, Any] | None:
+    arn = queue.get("schedulingPolicyArn")
+    if not arn:
+        return None
+    if policy is not None and policy.get("arn") == arn:
+        return dict(policy)
+    return _describe_policy(batch, str(arn))
+
+
+def _describe_policy(batch: Any, arn: str) -> dict[str, Any] | None:
+    with aws_call("DescribeSchedulingPolicies"):
+        found = batch.describe_scheduling_policies(arns=[arn])["schedulingPolicies"]
+    return dict(found[0]) if found else None
+
+
+def _unfinished_jobs(batch: Any, queue: str) -> list[dict[str, Any]]:
+    jobs: list[dict[str, Any]] = []
+    for status in UNFINISHED_STATUSES:
+        jobs.extend(
+            _pages(batch, "ListServiceJobs", "jobSummaryList", jobQueue=queue, jobStatus=status)
+        )
+    return jobs
+
+
+def _pages(batch: Any, operation: str, key: str, **params: Any) -> Iterator[dict[str, Any]]:
+    """Every item under ``key`` of every page of ``operation``."""
+    paginator = batch.get_paginator(xform_name(operation))
+    with aws_call(operation):
+        for page in paginator.paginate(**params):
+            yield from page.get(key) or ()
+
+
+def _first(items: Iterator[dict[str, Any]], key: str, name: str) -> dict[str, Any] | None:
+    """The item called ``name``; a list by names may hold ARN matches and others' items."""
+    return next((item for item in items if item.get(key) == name), None)
