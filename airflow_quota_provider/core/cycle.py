@@ -170,7 +170,7 @@ class _Cycle:
             self._nominate(share.name)
             return
         self.after.add(share.name, job.demand)
-        message = describe_waiting_for(self.state, share, job.demand)
+        message = describe_waiting_for(self.state, share, job.demand, self.excluded)
         self._wait(job, WaitCode.PREEMPTION_IN_PROGRESS, message)
 
     def _preempt_or_wait(self, job: WaitingJob, share: Share, shortfall: Shortfall) -> None:

@@ -234,10 +234,13 @@ def describe_victim(
     )
 
 
-def describe_waiting_for(state: QueueState, share: Share, demand: Resources) -> str:
-    """The waiting message of a job whose room is being freed by preemptions in progress."""
-    stopping = sorted(job.id for job in state.terminating() if set(demand) & set(job.demand))
-    shown = ", ".join(stopping[:5]) + (
-        f" and {len(stopping) - 5} more" if len(stopping) > 5 else ""
-    )
-    return f"{share.name} waits for preempted jobs to stop: {shown or 'none'}"
+def describe_waiting_for(
+    state: QueueState, share: Share, demand: Resources, chosen: Collection[str]
+) -> str:
+    """The waiting message of a job whose room is being freed by preemptions in progress:
+    those already under way and those ``chosen`` in this cycle, that hold a unit it needs."""
+    stopping = [job for job in state.terminating()]
+    stopping += [job for job in map(state.running_job, chosen) if job is not None]
+    names = sorted({job.id for job in stopping if set(demand) & set(job.demand)})
+    shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    return f"{share.name} waits for preempted jobs to stop: {shown}"

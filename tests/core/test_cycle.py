@@ -322,6 +322,21 @@ CASES = {
             "n1": ("PREEMPTION_IN_PROGRESS", "nlp waits for preempted jobs to stop: c1"),
         },
     ),
+    "a job may wait for room another job's victims free beyond its need": Case(
+        queue(
+            share("nlp").capacity(gpu=4),
+            share("asr").capacity(gpu=4),
+            share("cv").capacity(gpu=8),
+            gpu=16,
+        ),
+        [running("c0", "cv", started=0, gpu=8), running("c1", "cv", started=50, gpu=8)],
+        [waiting("n1", "nlp", gpu=4), waiting("a1", "asr", submitted=1, gpu=4)],
+        want_preempt=[("c1", "RECLAIM", "n1")],
+        want_waiting={
+            "n1": ("PREEMPTION_IN_PROGRESS", "nlp preempts 1 job to make room: c1"),
+            "a1": ("PREEMPTION_IN_PROGRESS", "asr waits for preempted jobs to stop: c1"),
+        },
+    ),
     "capacity freed for a preemptor is not taken by another job": Case(
         queue(
             share("nlp").capacity(gpu=8),
