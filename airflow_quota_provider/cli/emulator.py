@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import argparse
 import logging
+import signal
+import sqlite3
 import sys
+from types import FrameType
 from typing import Any
 
 from airflow_quota_provider.config_file import load_config
 from airflow_quota_provider.emulator.bootstrap import apply_config
 from airflow_quota_provider.emulator.emulator import Emulator, EmulatorOptions
 from airflow_quota_provider.emulator.errors import ApiError
+from airflow_quota_provider.emulator.faults import FaultOptions
 from airflow_quota_provider.emulator.server import EmulatorServer
+from airflow_quota_provider.emulator.state_file import StateFileError
 from airflow_quota_provider.exceptions import ConfigError
 
 DEFAULT_PORT = 4599
@@ -50,8 +55,56 @@ def add_parser(commands: Any) -> None:
         metavar="TYPE=COUNT",
         help="instances of TYPE that direct CreateTrainingJob calls may hold (repeatable)",
     )
+    parser.add_argument(
+        "--state",
+        metavar="FILE",
+        help="SQLite file keeping every queue, share and job across restarts; the emulated "
+        "clock resumes where it stopped (--config applies only to a new file)",
+    )
+    add_fault_arguments(parser)
     parser.add_argument("--verbose", action="store_true", help="log every request")
     parser.set_defaults(handler=run)
+
+
+def add_fault_arguments(parser: argparse.ArgumentParser) -> None:
+    faults = parser.add_argument_group("faults", "for reliability tests; never on /_emulator/*")
+    faults.add_argument(
+        "--throttle-rate",
+        type=float,
+        default=0.0,
+        metavar="F",
+        help="fraction of requests answered with the service's throttling error "
+        "(Batch TooManyRequestsException 429, SageMaker ThrottlingException)",
+    )
+    faults.add_argument(
+        "--error-rate",
+        type=float,
+        default=0.0,
+        metavar="F",
+        help="fraction of requests answered with a 500 (ServerException, InternalFailure)",
+    )
+    faults.add_argument(
+        "--latency-ms", type=float, default=0.0, metavar="MS", help="delay before every answer"
+    )
+    faults.add_argument(
+        "--capacity-error-rate",
+        type=float,
+        default=0.0,
+        metavar="F",
+        help="fraction of dispatched jobs whose training job fails with CapacityError, "
+        "sending the job back to RUNNABLE",
+    )
+    faults.add_argument("--seed", type=int, help="make the faults reproducible")
+
+
+def fault_options(args: argparse.Namespace) -> FaultOptions:
+    return FaultOptions(
+        throttle_rate=args.throttle_rate,
+        error_rate=args.error_rate,
+        latency_ms=args.latency_ms,
+        capacity_error_rate=args.capacity_error_rate,
+        seed=args.seed,
+    )
 
 
 def parse_limits(values: list[str]) -> dict[str, int]:
@@ -74,15 +127,23 @@ def run(args: argparse.Namespace) -> int:
     except OSError as error:
         print(f"cannot listen on {args.host}:{args.port}: {error.strerror}", file=sys.stderr)
         return 1
-    print(f"serving Batch and SageMaker on {server.url} (time scale {args.time_scale:g})")
+    restored = f" (state restored from {args.state})" if emulator.restored else ""
+    print(f"serving Batch and SageMaker on {server.url} (time scale {args.time_scale:g}){restored}")
     sys.stdout.flush()
+    # SIGTERM (docker stop, Popen.terminate) stops as cleanly as Ctrl-C: the state is saved.
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         server.httpd.serve_forever()
     except KeyboardInterrupt:
         pass
     finally:
         server.httpd.server_close()
+        emulator.close()
     return 0
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
 
 
 def build(args: argparse.Namespace) -> Emulator | int:
@@ -95,10 +156,23 @@ def build(args: argparse.Namespace) -> Emulator | int:
     except ValueError as error:
         print(error, file=sys.stderr)
         return 2
-    emulator = Emulator(
-        EmulatorOptions(time_scale=args.time_scale, region=args.region, instance_limits=limits)
+    faults = fault_options(args)
+    if faults.problems():
+        print("\n".join(faults.problems()), file=sys.stderr)
+        return 2
+    options = EmulatorOptions(
+        time_scale=args.time_scale,
+        region=args.region,
+        instance_limits=limits,
+        state=args.state,
+        faults=faults,
     )
-    if not args.config:
+    try:
+        emulator = Emulator(options)
+    except (StateFileError, sqlite3.DatabaseError) as error:
+        print(f"{args.state}: {error}", file=sys.stderr)
+        return 1
+    if not args.config or emulator.restored:
         return emulator
     try:
         apply_config(emulator, load_config(args.config))

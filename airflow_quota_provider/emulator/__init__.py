@@ -17,6 +17,9 @@ How a request flows::
     dispatch.py        QueueState per queue; applies the core's decisions
     attempts.py        a service job's attempts <-> SageMaker training jobs
     training.py        a training job's phases in emulated time, checkpoints
+    timers.py          what is due when, as data, so it can be saved
+    state_file.py      --state: the world saved to SQLite after each request, loaded at start
+    faults.py          --throttle-rate, --error-rate, --latency-ms, --capacity-error-rate
 """
 
 from airflow_quota_provider.emulator.emulator import Emulator, EmulatorOptions

@@ -1,16 +1,17 @@
 """A service job's attempts: each one SageMaker training job, mapped back to Batch statuses.
 
-=====================  ==================================
-training job           service job
-=====================  ==================================
-InProgress/Starting    SCHEDULED
-InProgress/Downloading STARTING
-InProgress/Training    RUNNING
-InProgress/Uploading   RUNNING
-Completed              SUCCEEDED
-Failed                 RUNNABLE (retried) or FAILED
-Stopped                RUNNABLE (preempted), or FAILED
-=====================  ==================================
+======================  ==========================================
+training job            service job
+======================  ==========================================
+InProgress/Starting     SCHEDULED
+InProgress/Downloading  STARTING
+InProgress/Training     RUNNING
+InProgress/Uploading    RUNNING
+Completed               SUCCEEDED
+Failed                  RUNNABLE (retried) or FAILED
+Failed (CapacityError)  RUNNABLE, not counted as a failed attempt
+Stopped                 RUNNABLE (preempted), or FAILED
+======================  ==========================================
 
 A failed attempt is retried while ``retryStrategy.attempts`` allows and the
 first ``evaluateOnExit`` rule whose ``onStatusReason`` glob matches says
@@ -27,11 +28,15 @@ from typing import TYPE_CHECKING, Any
 from airflow_quota_provider.emulator.arns import batch_training_job_name
 from airflow_quota_provider.emulator.service_model import SAGEMAKER, service_model
 from airflow_quota_provider.emulator.store import Attempt, ServiceJob, TrainingJob
+from airflow_quota_provider.emulator.timers import Timer
 from airflow_quota_provider.emulator.training import Timing, tags_of, timing_from_tags
 from airflow_quota_provider.emulator.validation import problems_of, validation_message
 
 if TYPE_CHECKING:
     from airflow_quota_provider.emulator.world import World
+
+ATTEMPT_TIMEOUT = "attempt-timeout"
+"""Timer: an attempt's ``timeoutConfig.attemptDurationSeconds`` have passed."""
 
 RECENT_PREEMPTED_ATTEMPTS = 5
 """How many preempted attempts ``preemptionSummary`` keeps (AWS keeps "a sliding window")."""
@@ -94,13 +99,23 @@ def launch(world: World, job: ServiceJob, launch: Launch) -> None:
     job.status, job.status_reason = "SCHEDULED", None
     job.scheduled_at = world.now_ms
     job.stop_cause = job.stop_detail = None
-    world.training.create(launch.name, launch.request, launch.timing, owner=job.id)
+    world.training.create(
+        launch.name,
+        launch.request,
+        launch.timing,
+        owner=job.id,
+        capacity_error=world.faults.capacity_error(),
+    )
     timeout = (job.timeout_config or {}).get("attemptDurationSeconds")
     if timeout:
-        world.after(timeout, lambda: _time_out(world, job, launch.name, timeout))
+        world.after(timeout, Timer(ATTEMPT_TIMEOUT, (job.id, launch.name, timeout)))
 
 
-def _time_out(world: World, job: ServiceJob, name: str, seconds: int) -> None:
+def time_out(world: World, job_id: str, name: str, seconds: int) -> None:
+    """Stop attempt ``name`` of a job whose ``attemptDurationSeconds`` have passed."""
+    job = world.store.jobs.get(job_id)
+    if job is None:
+        return
     current = job.attempts[-1].training_job_name if job.attempts else None
     if job.done or current != name or job.stop_cause is not None:
         return
@@ -123,7 +138,11 @@ def training_changed(world: World, job: ServiceJob, training: TrainingJob) -> No
     elif training.status == "Failed":
         reason = f"Received status from SageMaker: {training.failure_reason}"
         _end_attempt(world, job, reason)
-        _failed(world, job, reason)
+        if training.capacity_error:
+            # SageMaker never started it: back to RUNNABLE, no failed attempt counted.
+            world.dispatcher.requeue(job)
+        else:
+            _failed(world, job, reason)
     elif training.status == "Stopped":
         _stopped(world, job)
 

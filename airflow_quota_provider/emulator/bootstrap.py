@@ -54,6 +54,7 @@ def apply_config(emulator: Emulator, config: QueueConfig) -> str:
     queue_arn: str = queue["jobQueueArn"]
     with emulator.lock:
         emulator.world.store.queues[queue_arn].extensions = config
+        emulator.save()
     for share in config.shares:
         emulator.call(BATCH, "CreateQuotaShare", share_request(queue_arn, share))
     return queue_arn

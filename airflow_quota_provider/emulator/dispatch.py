@@ -36,6 +36,7 @@ from airflow_quota_provider.core import (
 from airflow_quota_provider.emulator import attempts
 from airflow_quota_provider.emulator.queue_config import dispatching, queue_config
 from airflow_quota_provider.emulator.store import ServiceJob, TrainingJob
+from airflow_quota_provider.emulator.timers import Timer
 
 if TYPE_CHECKING:
     from airflow_quota_provider.emulator.world import World
@@ -44,6 +45,11 @@ SUBMIT_DELAY_SECONDS = 1.0
 """A job is SUBMITTED this long before it enters its queue (RUNNABLE)."""
 
 MAX_CYCLES_PER_SETTLE = 10_000
+
+ENQUEUE = "enqueue"
+"""Timer: a SUBMITTED job enters its queue."""
+RECHECK = "recheck"
+"""Timer: a queue's decisions may change now (a minimum runtime has passed)."""
 
 PREEMPTION_HEADLINES = {
     # AWS's documented wording for reclaim; the other two are ours.
@@ -63,6 +69,8 @@ class Dispatcher:
         self.dirty: set[str] = set()
         self.rechecks: dict[str, float] = {}
         self.cycles = 0
+        world.timers.on(ENQUEUE, self._enqueue)
+        world.timers.on(RECHECK, self.dirty.add)
 
     # -- queues -------------------------------------------------------------------
 
@@ -88,10 +96,11 @@ class Dispatcher:
     # -- jobs ---------------------------------------------------------------------
 
     def submit(self, job: ServiceJob) -> None:
-        self.world.after(SUBMIT_DELAY_SECONDS, lambda: self._enqueue(job))
+        self.world.after(SUBMIT_DELAY_SECONDS, Timer(ENQUEUE, (job.id,)))
 
-    def _enqueue(self, job: ServiceJob) -> None:
-        if job.status == "SUBMITTED" and job.queue_arn in self.states:
+    def _enqueue(self, job_id: str) -> None:
+        job = self.world.store.jobs.get(job_id)
+        if job is not None and job.status == "SUBMITTED" and job.queue_arn in self.states:
             self.requeue(job)
 
     def requeue(self, job: ServiceJob) -> None:
@@ -195,7 +204,7 @@ class Dispatcher:
         if at is None or at <= self.world.now or self.rechecks.get(queue_arn) == at:
             return
         self.rechecks[queue_arn] = at
-        self.world.at(at, lambda: self.dirty.add(queue_arn))
+        self.world.at(at, Timer(RECHECK, (queue_arn,)))
 
     def _apply(self, state: QueueState, decisions: Decisions) -> None:
         jobs = self.world.store.jobs

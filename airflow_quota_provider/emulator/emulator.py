@@ -4,6 +4,11 @@ One lock serialises every request: the emulator's state is small and its
 operations are fast, and a single order of events keeps it exactly
 reproducible. Before and after each operation the world catches up with the
 clock, so timers due by then have fired at their own timestamps.
+
+With ``state`` (``--state FILE``) the world is loaded from that file at start
+and saved to it after every request that may have changed it, still inside
+the lock (:mod:`.state_file`). Faults (:mod:`.faults`) strike a request
+before its operation runs, so a refused request changes nothing.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import logging
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -34,6 +40,7 @@ from airflow_quota_provider.emulator.errors import (
     NotImplementedByEmulator,
     invalid_input,
 )
+from airflow_quota_provider.emulator.faults import FaultOptions, Faults
 from airflow_quota_provider.emulator.protocol import (
     HttpResponse,
     failure,
@@ -44,6 +51,7 @@ from airflow_quota_provider.emulator.protocol import (
 from airflow_quota_provider.emulator.registry import Handler
 from airflow_quota_provider.emulator.service_model import BATCH, SAGEMAKER, service_model
 from airflow_quota_provider.emulator.shaping import shape_output
+from airflow_quota_provider.emulator.state_file import StateFile
 from airflow_quota_provider.emulator.stats import Stats
 from airflow_quota_provider.emulator.validation import problems_of, validation_message
 from airflow_quota_provider.emulator.world import World
@@ -76,16 +84,33 @@ class EmulatorOptions:
     account: str = ACCOUNT
     instance_limits: Mapping[str, int] = field(default_factory=dict)
     start: float | None = None
+    state: str | Path | None = None
+    faults: FaultOptions = field(default_factory=FaultOptions)
+
+
+READ_ONLY_PREFIXES = ("Describe", "List", "Get")
+"""Operations that change nothing, so need no save unless a timer fired meanwhile."""
 
 
 class Emulator:
+    """:ivar restored: the state file held an account, which is now loaded."""
+
     def __init__(self, options: EmulatorOptions | None = None) -> None:
         self.options = options or EmulatorOptions()
-        self.clock = EmulatedClock(self.options.time_scale, start=self.options.start)
+        self.state_file = StateFile(self.options.state) if self.options.state else None
+        saved = self.state_file.saved_clock() if self.state_file else None
+        start = self.options.start if saved is None else saved
+        self.clock = EmulatedClock(self.options.time_scale, start=start)
         arns = Arns(self.options.region, self.options.account)
-        self.world = World(self.clock, arns, self.options.instance_limits)
+        faults = Faults(self.options.faults)
+        self.faults = faults
+        self.world = World(self.clock, arns, self.options.instance_limits, faults)
         self.stats = Stats()
         self.lock = threading.RLock()
+        self.restored = self.state_file.load(self.world) if self.state_file else False
+        self._fired_at_save = self.world.fired
+        if self.restored:
+            self.save()
 
     def call(self, service: str, operation: str, params: dict[str, Any]) -> dict[str, Any]:
         """Run one operation as if it came over HTTP; raises :class:`ApiError`."""
@@ -99,10 +124,14 @@ class Emulator:
             if problems:
                 raise invalid_input(service, validation_message(problems))
         with self.lock:
-            self.world.catch_up()
-            result = handler(self.world, params)
-            self.world.catch_up()
-            return shape_output(model.output_shape, result)
+            try:
+                self.world.catch_up()
+                result = handler(self.world, params)
+                self.world.catch_up()
+                return shape_output(model.output_shape, result)
+            finally:
+                if not operation.startswith(READ_ONLY_PREFIXES) or self._timers_fired():
+                    self.save()
 
     def handle_http(
         self, method: str, target: str, headers: Mapping[str, str], body: bytes
@@ -113,6 +142,10 @@ class Emulator:
             service = service_of(method, urlsplit(target).path, headers)
             request = parse_request(method, target, headers, body)
             service, name = request.service, request.operation.name
+            self.faults.delay()
+            refusal = self.faults.refusal(service)
+            if refusal is not None:
+                raise refusal
             response = success(service, self.call(service, name, request.params))
             self.stats.record(f"{service}.{name}", "ok")
             return response
@@ -130,7 +163,36 @@ class Emulator:
         with self.lock:
             self.clock.advance(seconds)
             self.world.catch_up()
+            self.save()
             return self.world.now
+
+    def now(self) -> float:
+        """The emulated time, everything due by then having happened."""
+        with self.lock:
+            self.world.catch_up()
+            if self._timers_fired():
+                self.save()
+            return self.world.now
+
+    def _timers_fired(self) -> bool:
+        return self.world.fired != self._fired_at_save
+
+    def save(self) -> None:
+        """Write the state to the ``--state`` file, if there is one (no-op otherwise)."""
+        with self.lock:
+            self._fired_at_save = self.world.fired
+            if self.state_file is not None:
+                self.state_file.save(self.world)
+
+    def close(self) -> None:
+        """Save the state as of now and close the state file; the emulator is done."""
+        with self.lock:
+            if self.state_file is None:
+                return
+            self.world.catch_up()
+            self.save()
+            self.state_file.close()
+            self.state_file = None
 
 
 def _internal_error(service: str) -> ApiError:

@@ -5,6 +5,8 @@
     ApiError                        an AWS error response: .code, .message, .status
     ├── BatchClientError            Batch ClientException, 400 (bad request, unknown id, bad state)
     ├── BatchServerError            Batch ServerException, 500
+    ├── BatchThrottled              Batch TooManyRequestsException, 429 (--throttle-rate)
+    ├── SageMakerThrottled          SageMaker ThrottlingException, 400 (--throttle-rate)
     ├── SageMakerValidationError    SageMaker ValidationException, 400
     ├── ResourceNotFound            SageMaker ResourceNotFound, 400
     ├── ResourceInUse               SageMaker ResourceInUse, 400 (a training job name taken)
@@ -38,6 +40,21 @@ class BatchClientError(ApiError):
 class BatchServerError(ApiError):
     code = "ServerException"
     status = 500
+
+
+class BatchThrottled(ApiError):
+    """Batch's model declares no throttling error; its service answers 429 with this code,
+    which botocore's standard retry mode lists as throttling (legacy mode retries any 429)."""
+
+    code = "TooManyRequestsException"
+    status = 429
+
+
+class SageMakerThrottled(ApiError):
+    """Listed as throttling by botocore's standard mode and by ``_retry.json`` (legacy)."""
+
+    code = "ThrottlingException"
+    status = 400
 
 
 class SageMakerValidationError(ApiError):

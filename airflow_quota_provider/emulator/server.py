@@ -8,6 +8,8 @@
 
     with local_endpoint(config=quota_config, time_scale=0) as url:
         batch = boto3.client("batch", endpoint_url=url, region_name="us-east-1", ...)
+
+Faults (:mod:`.faults`) apply to AWS requests only, never to the control routes.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 
@@ -26,6 +29,7 @@ from airflow_quota_provider.core.model import QueueConfig
 from airflow_quota_provider.emulator.bootstrap import apply_config
 from airflow_quota_provider.emulator.clock import to_millis
 from airflow_quota_provider.emulator.emulator import Emulator, EmulatorOptions
+from airflow_quota_provider.emulator.faults import FaultOptions
 
 log = logging.getLogger(__name__)
 
@@ -95,9 +99,7 @@ def control(emulator: Emulator, method: str, path: str, body: bytes) -> tuple[in
 
 
 def clock_state(emulator: Emulator) -> dict[str, Any]:
-    with emulator.lock:
-        emulator.world.catch_up()
-        now = emulator.world.now
+    now = emulator.now()
     return {"now": now, "now_millis": to_millis(now), "time_scale": emulator.clock.time_scale}
 
 
@@ -139,10 +141,12 @@ class EmulatorServer:
         return self
 
     def stop(self) -> None:
+        """Stop serving, then save and close the emulator's state file, if it has one."""
         self.httpd.shutdown()
         self.httpd.server_close()
         if self._thread is not None:
             self._thread.join()
+        self.emulator.close()
 
     def __enter__(self) -> EmulatorServer:
         return self.start()
@@ -164,15 +168,29 @@ def local_endpoint(
     host: str = "127.0.0.1",
     port: int = 0,
     instance_limits: Mapping[str, int] | None = None,
+    state: str | Path | None = None,
+    faults: FaultOptions | None = None,
 ) -> Iterator[str]:
     """Serve an emulator for the duration of the ``with`` block; yields its endpoint URL.
 
     :param config: a quota config whose environment, policy, queue and shares
-        are created before the first request, as ``--config`` does.
+        are created before the first request, as ``--config`` does; ignored
+        when ``state`` names a file that already holds an account.
+    :param time_scale: emulated seconds per real second; 0 stops the clock.
+    :param host: the address to listen on.
+    :param port: the port to listen on; 0 picks a free one.
+    :param instance_limits: instances per type direct CreateTrainingJob calls may hold.
+    :param state: an SQLite file to keep the account in across restarts (``--state``).
+    :param faults: throttling, errors, latency and capacity errors to inject.
     """
-    options = EmulatorOptions(time_scale=time_scale, instance_limits=dict(instance_limits or {}))
+    options = EmulatorOptions(
+        time_scale=time_scale,
+        instance_limits=dict(instance_limits or {}),
+        state=state,
+        faults=faults or FaultOptions(),
+    )
     emulator = Emulator(options)
-    if config is not None:
+    if config is not None and not emulator.restored:
         apply_config(emulator, config)
     with EmulatorServer(emulator, host, port) as server:
         yield server.url

@@ -1,4 +1,4 @@
-"""The emulated account's resources, in memory.
+"""The emulated account's resources, in memory (and, with ``--state``, in :mod:`.state_file`).
 
 Records are mutable dataclasses, unlike the core's frozen ones: they are the
 emulator's state, changed in place under the emulator's single lock. Each
@@ -144,6 +144,8 @@ class TrainingJob:
     failure_reason: str | None = None
     serial: int = 0
     """Bumped at every transition, so a timer set for an earlier phase is ignored."""
+    capacity_error: bool = False
+    """It will find no capacity and fail at the end of ``Starting`` (``--capacity-error-rate``)."""
 
 
 @dataclass

@@ -4,33 +4,60 @@ The emulator is lazy: nothing runs between requests. Before and after each
 request it fires every timer that has come due, in time order and at its own
 timestamp, so the state a client sees is what a continuously running
 service would show, whenever it looks.
+
+A timer is data, not a closure: a :class:`Timer` names a ``kind`` and its
+JSON-plain ``args``, and the module that set it registered what that kind
+does (:meth:`Timers.on`). So pending timers can be saved with the rest of
+the state (``--state``) and fire after a restart as if nothing happened.
 """
 
 from __future__ import annotations
 
 import heapq
-import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
-Action = Callable[[], None]
+Arg = str | int | float
+Action = Callable[..., None]
+
+
+@dataclass(frozen=True, slots=True)
+class Timer:
+    kind: str
+    args: tuple[Arg, ...] = ()
 
 
 class Timers:
-    """A heap of ``(due, sequence, action)``; equal due times fire in the order set."""
+    """A heap of ``(due, sequence, timer)``; equal due times fire in the order set."""
 
     def __init__(self) -> None:
-        self._heap: list[tuple[float, int, Action]] = []
-        self._sequence = itertools.count()
+        self._heap: list[tuple[float, int, Timer]] = []
+        self._next_sequence = 0
+        self._actions: dict[str, Action] = {}
 
-    def at(self, due: float, action: Action) -> None:
-        heapq.heappush(self._heap, (due, next(self._sequence), action))
+    def on(self, kind: str, action: Action) -> None:
+        """What a timer of ``kind`` does: ``action(*timer.args)``."""
+        self._actions[kind] = action
+
+    def at(self, due: float, timer: Timer, sequence: int | None = None) -> None:
+        if sequence is None:
+            sequence = self._next_sequence
+        self._next_sequence = max(self._next_sequence, sequence + 1)
+        heapq.heappush(self._heap, (due, sequence, timer))
 
     def next_due(self) -> float | None:
         return self._heap[0][0] if self._heap else None
 
-    def pop(self) -> tuple[float, Action]:
-        due, _, action = heapq.heappop(self._heap)
-        return due, action
+    def pop(self) -> tuple[float, Timer]:
+        due, _, timer = heapq.heappop(self._heap)
+        return due, timer
+
+    def fire(self, timer: Timer) -> None:
+        self._actions[timer.kind](*timer.args)
+
+    def pending(self) -> Iterator[tuple[float, int, Timer]]:
+        """Every timer not yet fired, in no particular order."""
+        return iter(self._heap)
 
     def __len__(self) -> int:
         return len(self._heap)

@@ -6,7 +6,8 @@
 default 60) and ``Uploading`` (:data:`UPLOADING_SECONDS`), then ends
 ``Completed``; or ``Failed`` once ``emulator:fail-after-seconds`` of training
 have passed; or, when stopped, ``Stopping`` for :data:`STOPPING_SECONDS`
-and then ``Stopped``.
+and then ``Stopped``; or, with a capacity error (``--capacity-error-rate``),
+``Failed`` with SageMaker's ``CapacityError`` at the end of ``Starting``.
 
 Checkpoints: with ``CheckpointConfig.S3Uri`` the work is saved every
 ``emulator:checkpoint-interval-seconds`` (default 300) of training, and a
@@ -21,7 +22,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from airflow_quota_provider.emulator.faults import CAPACITY_ERROR
 from airflow_quota_provider.emulator.store import TrainingJob
+from airflow_quota_provider.emulator.timers import Timer
 
 if TYPE_CHECKING:
     from airflow_quota_provider.emulator.world import World
@@ -34,6 +37,8 @@ STOPPING_SECONDS = 2.0
 DURATION_TAG = "emulator:duration-seconds"
 FAIL_AFTER_TAG = "emulator:fail-after-seconds"
 CHECKPOINT_INTERVAL_TAG = "emulator:checkpoint-interval-seconds"
+PHASE_ENDS = "training-phase-ends"
+"""Timer: a training job's phase is over; its args name the method that starts the next."""
 DEFAULT_DURATION = 60.0
 DEFAULT_CHECKPOINT_INTERVAL = 300.0
 
@@ -105,9 +110,16 @@ class TrainingRuntime:
     def __init__(self, world: World) -> None:
         self.world = world
         self.on_change: Callable[[TrainingJob], None] | None = None
+        world.timers.on(PHASE_ENDS, self._phase_ends)
 
     def create(
-        self, name: str, request: dict[str, Any], timing: Timing, owner: str | None = None
+        self,
+        name: str,
+        request: dict[str, Any],
+        timing: Timing,
+        owner: str | None = None,
+        *,
+        capacity_error: bool = False,
     ) -> TrainingJob:
         """A new training job, ``InProgress``/``Starting`` now. ``request`` is already valid."""
         instances = instances_of(request)
@@ -125,6 +137,7 @@ class TrainingRuntime:
             checkpoint_interval=timing.checkpoint_interval,
             instances=instances,
             owner=owner,
+            capacity_error=capacity_error,
         )
         self.world.store.training_jobs[name] = job
         self._enter(job, "InProgress", "Starting")
@@ -160,6 +173,10 @@ class TrainingRuntime:
     # -- phases -----------------------------------------------------------------
 
     def _download(self, job: TrainingJob) -> None:
+        if job.capacity_error:
+            job.failure_reason = CAPACITY_ERROR
+            self._enter(job, "Failed", "Failed", CAPACITY_ERROR)
+            return
         self._enter(job, "InProgress", "Downloading")
         self._then(job, DOWNLOADING_SECONDS, self._train)
 
@@ -231,10 +248,10 @@ class TrainingRuntime:
             self.on_change(job)
 
     def _then(self, job: TrainingJob, seconds: float, phase: Callable[[TrainingJob], None]) -> None:
-        serial = job.serial
+        self.world.after(seconds, Timer(PHASE_ENDS, (job.name, job.serial, phase.__name__)))
 
-        def fire() -> None:
-            if job.serial == serial:
-                phase(job)
-
-        self.world.after(seconds, fire)
+    def _phase_ends(self, name: str, serial: int, phase: str) -> None:
+        # A timer set for an earlier phase (before a stop) finds the serial moved on.
+        job = self.world.store.training_jobs.get(name)
+        if job is not None and job.serial == serial:
+            getattr(self, phase)(job)

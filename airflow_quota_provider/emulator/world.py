@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from airflow_quota_provider.emulator import attempts
 from airflow_quota_provider.emulator.arns import Arns
 from airflow_quota_provider.emulator.clock import EmulatedClock, to_millis
 from airflow_quota_provider.emulator.dispatch import Dispatcher
+from airflow_quota_provider.emulator.faults import Faults
 from airflow_quota_provider.emulator.store import Store
-from airflow_quota_provider.emulator.timers import Action, Timers
+from airflow_quota_provider.emulator.timers import Timer, Timers
 from airflow_quota_provider.emulator.training import TrainingRuntime
 
 MAX_TIMERS_PER_CATCH_UP = 1_000_000
@@ -26,27 +28,32 @@ class World:
         clock: EmulatedClock,
         arns: Arns,
         instance_limits: Mapping[str, int] | None = None,
+        faults: Faults | None = None,
     ) -> None:
         self.clock = clock
         self.arns = arns
         self.instance_limits = dict(instance_limits or {})
+        self.faults = faults or Faults()
         self.store = Store()
         self.timers = Timers()
+        self.fired = 0
+        """Timers fired so far: a request that fired none and changed nothing needs no save."""
         self.now = clock.now()
         self.training = TrainingRuntime(self)
         self.dispatcher = Dispatcher(self)
         self.training.on_change = self.dispatcher.training_changed
+        self.timers.on(attempts.ATTEMPT_TIMEOUT, lambda *args: attempts.time_out(self, *args))
 
     @property
     def now_ms(self) -> int:
         return to_millis(self.now)
 
-    def at(self, due: float, action: Action) -> None:
-        """Run ``action`` at emulated time ``due`` (at once on the next catch-up if past)."""
-        self.timers.at(due, action)
+    def at(self, due: float, timer: Timer) -> None:
+        """Fire ``timer`` at emulated time ``due`` (at once on the next catch-up if past)."""
+        self.timers.at(due, timer)
 
-    def after(self, seconds: float, action: Action) -> None:
-        self.timers.at(self.now + seconds, action)
+    def after(self, seconds: float, timer: Timer) -> None:
+        self.timers.at(self.now + seconds, timer)
 
     def catch_up(self) -> None:
         """Fire every timer due by the clock's time, each at its own time, then settle."""
@@ -55,9 +62,10 @@ class World:
             due = self.timers.next_due()
             if due is None or due > target:
                 break
-            due, action = self.timers.pop()
+            due, timer = self.timers.pop()
             self.now = max(self.now, due)
-            action()
+            self.fired += 1
+            self.timers.fire(timer)
             if self.timers.next_due() != due:
                 self.dispatcher.settle()
         else:

@@ -67,7 +67,7 @@ def make_client(url: str, service: str, **config: Any) -> Any:
         region_name="us-east-1",
         aws_access_key_id="testing",
         aws_secret_access_key="testing",
-        config=Config(retries={"max_attempts": 1}, **config),
+        config=Config(**{"retries": {"max_attempts": 1}, **config}),
     )
 
 
@@ -141,3 +141,29 @@ def submit(
 def status(batch: Any, job_id: str) -> str:
     result: str = batch.describe_service_job(jobId=job_id)["status"]
     return result
+
+
+STATUSES = (
+    "SUBMITTED",
+    "PENDING",
+    "RUNNABLE",
+    "SCHEDULED",
+    "STARTING",
+    "RUNNING",
+    "SUCCEEDED",
+    "FAILED",
+)
+
+
+def list_all_jobs(batch: Any, queue: str = QUEUE) -> list[dict[str, Any]]:
+    """Every job summary of ``queue``, status by status, following ``nextToken``."""
+    found: list[dict[str, Any]] = []
+    for job_status in STATUSES:
+        params: dict[str, Any] = {"jobQueue": queue, "jobStatus": job_status, "maxResults": 100}
+        while True:
+            page = batch.list_service_jobs(**params)
+            found.extend(page["jobSummaryList"])
+            if not page.get("nextToken"):
+                break
+            params["nextToken"] = page["nextToken"]
+    return found

@@ -1,0 +1,282 @@
+"""``--state FILE``: the emulated account kept in SQLite, so a restart loses nothing.
+
+What is kept: every record of the store (service environments, scheduling
+policies, job queues with the ``--config`` settings AWS has no field for,
+quota shares, tags, service jobs with their attempts and preemption
+history, training jobs, client tokens, checkpoints), the pending timers
+(a training phase ending, a job entering its queue, a timeout), each
+queue's running and waiting jobs as the core holds them, and the clock.
+
+How: one mechanism, a snapshot after every request that may have changed
+something (any operation that is not a Describe/List/Get, and any request
+during which a timer fired), taken inside the emulator's lock. Every record
+is encoded to JSON and compared with the row the file holds; changed rows
+are written and vanished rows deleted in one transaction, so the file
+always holds the state after some whole request, never part of one. At
+start the world is rebuilt from it, and :func:`load` reports whether there
+was anything to rebuild (``--config`` applies only to a new file).
+
+Time across a restart: **the emulated clock resumes from the time saved
+last**, at the last saving request or at a clean stop, not from wall time
+elapsed x time scale. The account is paused while the emulator is down: a
+training job 10 emulated minutes into a 60-minute run finishes 50 emulated
+minutes after the restart. Counting the downtime would make a restart at
+``--time-scale 3600`` after a coffee break finish every job at once, and a
+restart at ``--time-scale 0`` inexact. The time scale belongs to each run,
+not to the state. Killed without a clean stop (SIGKILL), the emulator
+resumes from its last saving request.
+
+Not kept: request statistics (``/_emulator/stats`` counts this run) and
+where the fault generators are in their sequences.
+
+Schema: one table ``rows(kind, key, body)``, ``body`` JSON, so the file can
+be read with the ``sqlite3`` shell.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from airflow_quota_provider.core import QueueState, RunningJob, WaitingJob
+from airflow_quota_provider.core.config import config_to_dict, parse_config
+from airflow_quota_provider.emulator.dispatch import RECHECK
+from airflow_quota_provider.emulator.queue_config import queue_config
+from airflow_quota_provider.emulator.store import (
+    Attempt,
+    JobQueue,
+    QuotaShare,
+    SchedulingPolicy,
+    ServiceEnvironment,
+    ServiceJob,
+    TrainingJob,
+)
+from airflow_quota_provider.emulator.timers import Timer
+
+if TYPE_CHECKING:
+    from airflow_quota_provider.emulator.world import World
+
+FORMAT = 1
+"""Bumped when the rows change meaning; a file of another format is refused."""
+
+Rows = dict[tuple[str, str], str]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS rows (
+    kind TEXT NOT NULL,
+    key TEXT NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (kind, key)
+)
+"""
+
+
+class StateFileError(Exception):
+    """The file is not an emulator state file this version can read."""
+
+
+class StateFile:
+    """One SQLite file holding one emulated account."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        # Requests arrive on the server's threads, but only ever one at a time (the
+        # emulator's lock), so one connection shared across threads is safe.
+        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        # WAL with synchronous=NORMAL survives a crash of the process, not of the machine,
+        # and makes a save cost no fsync: enough for a development endpoint.
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute(_SCHEMA)
+        self._written: Rows = dict(self._read())
+        self._check_format()
+
+    def _read(self) -> Iterator[tuple[tuple[str, str], str]]:
+        for kind, key, body in self._db.execute("SELECT kind, key, body FROM rows"):
+            yield (kind, key), body
+
+    def _check_format(self) -> None:
+        saved = self._written.get(("meta", "format"))
+        if saved is not None and json.loads(saved) != FORMAT:
+            raise StateFileError(
+                f"{self.path} holds emulator state of format {saved}; this version reads {FORMAT}"
+            )
+
+    @property
+    def empty(self) -> bool:
+        return not self._written
+
+    def saved_clock(self) -> float | None:
+        """The emulated time the file was saved at, if it holds any state."""
+        body = self._written.get(("meta", "now"))
+        return None if body is None else float(json.loads(body))
+
+    def save(self, world: World) -> int:
+        """Write what changed since the last save; returns how many rows were written."""
+        rows = encode(world)
+        changed = [
+            (k, key, body) for (k, key), body in rows.items() if self._written.get((k, key)) != body
+        ]
+        gone = [key for key in self._written if key not in rows]
+        if not changed and not gone:
+            return 0
+        with self._transaction():
+            self._db.executemany(
+                "INSERT OR REPLACE INTO rows (kind, key, body) VALUES (?, ?, ?)", changed
+            )
+            self._db.executemany("DELETE FROM rows WHERE kind = ? AND key = ?", gone)
+        self._written = rows
+        return len(changed) + len(gone)
+
+    def _transaction(self) -> Any:
+        return _Transaction(self._db)
+
+    def load(self, world: World) -> bool:
+        """Rebuild ``world`` from the file; ``False`` if the file held nothing."""
+        if self.empty:
+            return False
+        decode(world, self._written)
+        return True
+
+    def close(self) -> None:
+        self._db.close()
+
+
+class _Transaction:
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+
+    def __enter__(self) -> None:
+        self._db.execute("BEGIN")
+
+    def __exit__(self, kind: object, value: object, traceback: object) -> None:
+        self._db.execute("COMMIT" if kind is None else "ROLLBACK")
+
+
+# -- encoding ----------------------------------------------------------------------
+
+
+def _plain(record: Any) -> dict[str, Any]:
+    return {f.name: getattr(record, f.name) for f in fields(record)}
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=_mappings)
+
+
+def _mappings(value: Any) -> Any:
+    # The core types demands as Mapping; a read-only view must still encode.
+    if isinstance(value, Mapping):
+        return dict(value)
+    raise TypeError(f"cannot save {type(value).__name__} in the state file")
+
+
+def _job_row(job: ServiceJob) -> dict[str, Any]:
+    row = _plain(job)
+    row["attempts"] = [_plain(a) for a in job.attempts]
+    row["recent_preempted"] = [_plain(a) for a in job.recent_preempted]
+    return row
+
+
+def _queue_row(queue: JobQueue) -> dict[str, Any]:
+    row = _plain(queue)
+    row["extensions"] = None if queue.extensions is None else config_to_dict(queue.extensions)
+    return row
+
+
+def _queue_state_row(state: QueueState) -> dict[str, Any]:
+    return {
+        "running": [_plain(job) for job in state.running()],
+        "waiting": [_plain(job) for job in state.waiting()],
+    }
+
+
+def encode(world: World) -> Rows:
+    """Every row the world's state takes, by ``(kind, key)``."""
+    store = world.store
+    groups: list[tuple[str, Mapping[str, Any], Callable[[Any], Any]]] = [
+        ("environment", store.environments, _plain),
+        ("policy", store.policies, _plain),
+        ("queue", store.queues, _queue_row),
+        ("share", store.shares, _plain),
+        ("job", store.jobs, _job_row),
+        ("training-job", store.training_jobs, _plain),
+        ("client-token", store.client_tokens, list),
+        ("checkpoint", store.checkpoints, float),
+        ("queue-state", world.dispatcher.states, _queue_state_row),
+    ]
+    rows: Rows = {}
+    for kind, records, to_row in groups:
+        for key, record in records.items():
+            rows[kind, key] = _json(to_row(record))
+    for due, sequence, timer in world.timers.pending():
+        rows["timer", str(sequence)] = _json([due, timer.kind, list(timer.args)])
+    meta = {"format": FORMAT, "now": world.now, "last_submitted": store.last_submitted}
+    for key, value in meta.items():
+        rows["meta", key] = _json(value)
+    return rows
+
+
+# -- decoding ----------------------------------------------------------------------
+
+
+def _of_kind(rows: Rows, kind: str) -> Iterator[tuple[str, Any]]:
+    for (k, key), body in rows.items():
+        if k == kind:
+            yield key, json.loads(body)
+
+
+def _job(row: dict[str, Any]) -> ServiceJob:
+    row["attempts"] = [Attempt(**a) for a in row["attempts"]]
+    row["recent_preempted"] = [Attempt(**a) for a in row["recent_preempted"]]
+    return ServiceJob(**row)
+
+
+def _queue(row: dict[str, Any]) -> JobQueue:
+    extensions = row["extensions"]
+    row["extensions"] = None if extensions is None else parse_config(extensions)
+    return JobQueue(**row)
+
+
+def decode(world: World, rows: Rows) -> None:
+    """Fill an empty ``world`` with the state ``rows`` hold."""
+    store = world.store
+    store.environments = {k: ServiceEnvironment(**r) for k, r in _of_kind(rows, "environment")}
+    store.policies = {k: SchedulingPolicy(**r) for k, r in _of_kind(rows, "policy")}
+    store.queues = {k: _queue(r) for k, r in _of_kind(rows, "queue")}
+    store.shares = {k: QuotaShare(**r) for k, r in _of_kind(rows, "share")}
+    store.jobs = {k: _job(r) for k, r in _of_kind(rows, "job")}
+    store.training_jobs = {k: TrainingJob(**r) for k, r in _of_kind(rows, "training-job")}
+    store.client_tokens = {k: (r[0], r[1]) for k, r in _of_kind(rows, "client-token")}
+    store.checkpoints = dict(_of_kind(rows, "checkpoint"))
+    meta = dict(_of_kind(rows, "meta"))
+    store.last_submitted = meta["last_submitted"]
+    world.now = meta["now"]
+    _restore_timers(world, rows)
+    _restore_queue_states(world, rows)
+
+
+def _restore_timers(world: World, rows: Rows) -> None:
+    for sequence, (due, kind, args) in _of_kind(rows, "timer"):
+        world.timers.at(due, Timer(kind, tuple(args)), sequence=int(sequence))
+        if kind == RECHECK:
+            world.dispatcher.rechecks[args[0]] = due
+
+
+def _restore_queue_states(world: World, rows: Rows) -> None:
+    saved = dict(_of_kind(rows, "queue-state"))
+    dispatcher = world.dispatcher
+    for arn, queue in world.store.queues.items():
+        state = saved.get(arn, {"running": [], "waiting": []})
+        dispatcher.states[arn] = QueueState.from_jobs(
+            queue_config(world.store, queue),
+            [RunningJob(**job) for job in state["running"]],
+            [WaitingJob(**job) for job in state["waiting"]],
+        )
+        # Recomputes each queue's last decisions (the wait reasons); deciding anything
+        # new is impossible, as the state was saved settled at this very time.
+        dispatcher.dirty.add(arn)
