@@ -37,6 +37,21 @@ class WaitingJob:
         """Dispatch order inside a share: higher priority, then earlier, then id."""
         return (-self.priority, self.submitted, self.id)
 
+    def started(self, now: float, resumed_work: float = 0.0) -> RunningJob:
+        """The job as it runs once admitted at ``now``, resuming ``resumed_work`` seconds."""
+        return RunningJob(
+            self.id,
+            self.share,
+            self.demand,
+            self.priority,
+            now,
+            submitted=self.submitted,
+            preemptions=self.preemptions,
+            preemption_retries=self.preemption_retries,
+            checkpoint_interval=self.checkpoint_interval,
+            resumed_work=resumed_work,
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class RunningJob:
@@ -66,6 +81,20 @@ class RunningJob:
         interval = self.checkpoint_interval
         lost = progress % interval if interval else progress
         return lost * sum(self.demand.values())
+
+    def requeued(self) -> WaitingJob:
+        """The job back in its queue after a preemption: its original place, one more
+        preemption counted."""
+        return WaitingJob(
+            self.id,
+            self.share,
+            self.demand,
+            self.priority,
+            self.submitted,
+            preemptions=self.preemptions + 1,
+            preemption_retries=self.preemption_retries,
+            checkpoint_interval=self.checkpoint_interval,
+        )
 
     @property
     def retries_exhausted(self) -> bool:

@@ -29,7 +29,6 @@ from airflow_quota_provider.core import (
     Preemption,
     PreemptionKind,
     QueueState,
-    RunningJob,
     WaitingJob,
     schedule,
 )
@@ -225,20 +224,9 @@ class Dispatcher:
         if isinstance(launch, str):
             attempts.finish(self.world, job, "FAILED", launch)
             return
-        state.add_running(
-            RunningJob(
-                job.id,
-                waiting.share,
-                waiting.demand,
-                job.priority,
-                self.world.now,
-                submitted=job.submitted,
-                preemptions=job.preemptions,
-                preemption_retries=waiting.preemption_retries,
-                checkpoint_interval=launch.checkpoint_interval,
-                resumed_work=launch.resumed_work,
-            )
-        )
+        running = waiting.started(self.world.now, launch.resumed_work)
+        # the checkpoint interval is known only once the training job is prepared
+        state.add_running(replace(running, checkpoint_interval=launch.checkpoint_interval))
         attempts.launch(self.world, job, launch)
 
     def _preempt(self, job: ServiceJob, preemption: Preemption) -> None:

@@ -18,7 +18,6 @@ from typing import Any
 from airflow_quota_provider.core import (
     Decisions,
     QueueState,
-    RunningJob,
     WaitingJob,
     check_submission,
     schedule,
@@ -253,24 +252,11 @@ class Simulator:
 
     def _start(self, job: SimJob, borrowed: dict[str, int]) -> None:
         spec = job.spec
-        self.state.remove_waiting(spec.id)
+        waiting = self.state.remove_waiting(spec.id)
         job.status = "RUNNING"
         job.serial += 1
         job.attempts.append(Attempt(self.now, borrowed))
-        self.state.add_running(
-            RunningJob(
-                spec.id,
-                spec.share,
-                spec.demand,
-                spec.priority,
-                self.now,
-                submitted=spec.submit,
-                preemptions=job.preemptions,
-                preemption_retries=spec.preemption_retries,
-                checkpoint_interval=spec.checkpoint_interval,
-                resumed_work=job.work_done,
-            )
-        )
+        self.state.add_running(waiting.started(self.now, job.work_done))
         self._push(self.now + spec.duration - job.work_done, _FINISH, (spec.id, job.serial))
         lent = ", ".join(f"{n} {u}" for u, n in sorted(borrowed.items()) if n)
         self._log(
@@ -290,7 +276,7 @@ class Simulator:
 
     def _stop(self, job: SimJob, kind: PreemptionKind, by: str, fails: bool) -> None:
         spec = job.spec
-        self.state.remove_running(spec.id)
+        running = self.state.remove_running(spec.id)
         attempt = job.attempts[-1]
         progress = job.work_done + (self.now - attempt.start)
         kept = 0.0
@@ -307,7 +293,7 @@ class Simulator:
             self._end(job, "FAILED", FailureCode.PREEMPTION_RETRIES_EXHAUSTED.value, message)
             return
         job.status = "RUNNABLE"
-        self.state.add_waiting(_waiting(job))
+        self.state.add_waiting(running.requeued())
         self._log("requeue", spec.id, spec.share, f"resumes from {kept:g}s of work")
 
     def _end(self, job: SimJob, status: str, reason: str | None, message: str | None) -> None:
