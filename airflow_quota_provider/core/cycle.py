@@ -85,6 +85,7 @@ class _Cycle:
         self.after = self.now_view.copy()
         for job in state.terminating():
             self.after.remove(job.share, job.demand)
+        self.running = self.after.copy()
         self.queues: dict[str, list[QueueEntry]] = {
             share: list(state.queue(share)) for share in state.queued_shares()
         }
@@ -177,7 +178,7 @@ class _Cycle:
         plan = Plan(None)
         if shortfall.code in _PREEMPTIBLE_SHORTFALLS:
             plan = plan_preemption(
-                self.state, self.after, job, share, self.now, self.excluded, self.held
+                self.state, self.after, self.running, job, share, self.now, self.excluded, self.held
             )
         if plan.victims is not None:
             self._preempt_for(job, share, plan.victims)
@@ -201,6 +202,7 @@ class _Cycle:
             running = victim.job
             self.excluded.add(running.id)
             self.after.remove(running.share, running.demand)
+            self.running.remove(running.share, running.demand)
             self.preempt.append(
                 Preemption(
                     job_id=running.id,

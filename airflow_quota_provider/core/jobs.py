@@ -37,8 +37,11 @@ class WaitingJob:
         """Dispatch order inside a share: higher priority, then earlier, then id."""
         return (-self.priority, self.submitted, self.id)
 
-    def started(self, now: float, resumed_work: float = 0.0) -> RunningJob:
-        """The job as it runs once admitted at ``now``, resuming ``resumed_work`` seconds."""
+    def started(
+        self, now: float, resumed_work: float = 0.0, *, borrowing: bool = False
+    ) -> RunningJob:
+        """The job as it runs once admitted at ``now``, resuming ``resumed_work`` seconds;
+        ``borrowing`` if its admission borrowed any capacity."""
         return RunningJob(
             self.id,
             self.share,
@@ -50,6 +53,7 @@ class WaitingJob:
             preemption_retries=self.preemption_retries,
             checkpoint_interval=self.checkpoint_interval,
             resumed_work=resumed_work,
+            borrowing=borrowing,
         )
 
 
@@ -61,6 +65,8 @@ class RunningJob:
     :param resumed_work: seconds of work restored from a checkpoint at start.
     :param terminating: a preemption of this job is in progress; its capacity
         is still held until the caller reports it stopped.
+    :param borrowing: its admission borrowed capacity; such jobs are reclaimed
+        before jobs of their share that started within what it owned.
     """
 
     id: str
@@ -74,6 +80,7 @@ class RunningJob:
     checkpoint_interval: float | None = None
     resumed_work: float = 0.0
     terminating: bool = False
+    borrowing: bool = False
 
     def work_at_risk(self, now: float) -> float:
         """Instance-seconds of work lost if the job were stopped at ``now``."""

@@ -12,13 +12,18 @@ publishing the rule). This engine adopts Kueue's rules, in this order:
    more of a needed unit than it owns (it is borrowing, or its capacity was
    lowered). The check is made before each victim is taken, so the last victim
    may take its share below what it owns (otherwise one large, partly borrowing
-   job could never be reclaimed). Jobs younger than ``min_runtime_seconds``
-   (an opt-in extension) are not reclaimed. Jobs already being preempted are
-   never chosen twice.
-3. **Order.** Other shares' jobs before the preemptor's own share; then lower
-   priority first; then the most recently started first (least work lost on
-   average) or, with ``victim_order: least_work_lost``, the fewest
-   instance-seconds since the last checkpoint first; then the job id.
+   job could never be reclaimed). Only jobs that were running before the cycle
+   count: a borrower admitted in the same cycle never makes an older job of its
+   share a victim (it becomes one itself, first, in the next cycle). Jobs
+   younger than ``min_runtime_seconds`` (an opt-in extension) are not
+   reclaimed. Jobs already being preempted are never chosen twice.
+3. **Order.** Other shares' jobs before the preemptor's own share; among
+   them, jobs that borrowed when they started before jobs that started within
+   what their share owned (AWS weighs "the number of instances a job is
+   borrowing"; Kueue does not track this); then lower priority first; then
+   the most recently started first (least work lost on average) or, with
+   ``victim_order: least_work_lost``, the fewest instance-seconds since the
+   last checkpoint first; then the job id.
 4. **Minimise.** After enough victims are found, walk them in reverse and keep
    running every victim the preemptor does not need.
 
@@ -30,7 +35,7 @@ victim has a lower priority than its preemptor, so it can never preempt it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 from airflow_quota_provider.core.jobs import RunningJob, WaitingJob
@@ -81,31 +86,39 @@ class _Need:
 def plan_preemption(
     state: QueueState,
     after: UsageView,
+    running: UsageView,
     job: WaitingJob,
     share: Share,
     now: float,
     excluded: Collection[str],
     held: Collection[str] = (),
 ) -> Plan:
-    """Victims that make room for ``job`` in the ``after`` view, minimal and in Kueue's order.
+    """Victims that make room for ``job`` in the ``after`` view, minimal and in order.
 
-    ``held`` are units whose idle capacity is held for an earlier borrower:
-    the job may not borrow them, only make room within what its share owns.
+    ``running`` is what the jobs that were running before this cycle hold, less
+    those already chosen as victims: whether a share is above what it owns is
+    judged on it, so jobs admitted earlier in the same cycle never make another
+    job of their share a victim. ``held`` are units whose idle capacity is held
+    for an earlier borrower: the job may not borrow them, only make room within
+    what its share owns.
     """
     config = state.config
     need = _Need(config, share, dict(job.demand), held)
     short = need.short_units(after)
-    reclaim, protected_until = _reclaim_candidates(state, after, job, share, short, now, excluded)
-    candidates = _ordered(config, reclaim, now) + _ordered(
-        config, _in_share_candidates(state, job, share, excluded), now
+    reclaim, protected_until = _reclaim_candidates(
+        state, after, running, job, share, short, now, excluded
     )
-    scratch = after.copy()
+    candidates = _ordered(config, reclaim, now, borrowers_first=True) + _ordered(
+        config, _in_share_candidates(state, job, share, excluded), now, borrowers_first=False
+    )
+    scratch, holding = after.copy(), running.copy()
     chosen: list[Victim] = []
     for candidate in candidates:
         if not short:
             break
-        victim = _take(config, scratch, candidate, share, short)
+        victim = _take(config, holding, candidate, share, short)
         if victim is not None:
+            scratch.remove(candidate.share, candidate.demand)
             chosen.append(victim)
             short = need.short_units(scratch)
     if short or not chosen:
@@ -120,9 +133,9 @@ def plan_preemption(
 
 
 def _take(
-    config: QueueConfig, scratch: UsageView, job: RunningJob, preemptor: Share, short: set[str]
+    config: QueueConfig, holding: UsageView, job: RunningJob, preemptor: Share, short: set[str]
 ) -> Victim | None:
-    """Remove ``job`` from ``scratch`` if it may be taken and helps; say why it was taken."""
+    """Take ``job`` out of ``holding`` if it may be taken and helps; say why it was taken."""
     relevant = [u for u in short if job.demand.get(u, 0) > 0]
     if not relevant:
         return None
@@ -130,14 +143,14 @@ def _take(
         kind = PreemptionKind.IN_SHARE
     else:
         owner = config.share(job.share)
-        over = [u for u in relevant if scratch.used(job.share, u) > _owned(owner, u)]
+        over = [u for u in relevant if holding.used(job.share, u) > _owned(owner, u)]
         if not over:
             return None
         beyond_limit = owner is None or any(
-            scratch.used(job.share, u) > config.share_limit(owner, u) for u in over
+            holding.used(job.share, u) > config.share_limit(owner, u) for u in over
         )
         kind = PreemptionKind.CAPACITY_REDUCED if beyond_limit else PreemptionKind.RECLAIM
-    scratch.remove(job.share, job.demand)
+    holding.remove(job.share, job.demand)
     return Victim(job, kind)
 
 
@@ -148,6 +161,7 @@ def _owned(share: Share | None, unit: str) -> int:
 def _reclaim_candidates(
     state: QueueState,
     after: UsageView,
+    running: UsageView,
     job: WaitingJob,
     share: Share,
     short: set[str],
@@ -162,18 +176,18 @@ def _reclaim_candidates(
     for other, usage in state.usage_by_share().items():
         owner = config.share(other)
         if other == share.name or not any(
-            after.used(other, u) > _owned(owner, u) for u in short if usage.get(u, 0)
+            running.used(other, u) > _owned(owner, u) for u in short if usage.get(u, 0)
         ):
             continue
         min_runtime = config.min_runtime_for(owner) if owner else None
-        for running in state.running_of(other):
-            if running.terminating or running.id in excluded:
+        for candidate in state.running_of(other):
+            if candidate.terminating or candidate.id in excluded:
                 continue
-            if min_runtime and now - running.started < min_runtime:
-                until = running.started + min_runtime
+            if min_runtime and now - candidate.started < min_runtime:
+                until = candidate.started + min_runtime
                 protected_until = until if protected_until is None else min(protected_until, until)
                 continue
-            candidates.append(running)
+            candidates.append(candidate)
     return candidates, protected_until
 
 
@@ -191,17 +205,14 @@ def _in_share_candidates(
     ]
 
 
-def _ordered(config: QueueConfig, jobs: Iterable[RunningJob], now: float) -> list[RunningJob]:
-    key: Callable[[RunningJob], tuple[int, float, str]]
-    if config.victim_order is VictimOrder.LEAST_WORK_LOST:
+def _ordered(
+    config: QueueConfig, jobs: Iterable[RunningJob], now: float, *, borrowers_first: bool
+) -> list[RunningJob]:
+    least_work_lost = config.victim_order is VictimOrder.LEAST_WORK_LOST
 
-        def key(job: RunningJob) -> tuple[int, float, str]:
-            return (job.priority, job.work_at_risk(now), job.id)
-
-    else:
-
-        def key(job: RunningJob) -> tuple[int, float, str]:
-            return (job.priority, -job.started, job.id)
+    def key(job: RunningJob) -> tuple[bool, int, float, str]:
+        cost = job.work_at_risk(now) if least_work_lost else -job.started
+        return (borrowers_first and not job.borrowing, job.priority, cost, job.id)
 
     return sorted(jobs, key=key)
 

@@ -224,7 +224,8 @@ class Dispatcher:
         if isinstance(launch, str):
             attempts.finish(self.world, job, "FAILED", launch)
             return
-        running = waiting.started(self.world.now, launch.resumed_work)
+        borrowing = any(admission.borrowed.values())
+        running = waiting.started(self.world.now, launch.resumed_work, borrowing=borrowing)
         # the checkpoint interval is known only once the training job is prepared
         state.add_running(replace(running, checkpoint_interval=launch.checkpoint_interval))
         attempts.launch(self.world, job, launch)

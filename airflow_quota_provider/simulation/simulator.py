@@ -228,7 +228,7 @@ class Simulator:
                 self._push(self.now + self.scenario.preemption_delay, _STOP, payload)
         if decisions.recheck_at is not None and decisions.recheck_at > self.now:
             self._push(decisions.recheck_at, _RECHECK, None)
-        return stopped_now or bool(decisions.fail)
+        return bool(decisions.admit or decisions.fail) or stopped_now
 
     def _note_waits(self, decisions: Decisions) -> None:
         if not self.record:
@@ -256,7 +256,9 @@ class Simulator:
         job.status = "RUNNING"
         job.serial += 1
         job.attempts.append(Attempt(self.now, borrowed))
-        self.state.add_running(waiting.started(self.now, job.work_done))
+        self.state.add_running(
+            waiting.started(self.now, job.work_done, borrowing=any(borrowed.values()))
+        )
         self._push(self.now + spec.duration - job.work_done, _FINISH, (spec.id, job.serial))
         lent = ", ".join(f"{n} {u}" for u, n in sorted(borrowed.items()) if n)
         self._log(

@@ -223,6 +223,40 @@ CASES = {
             "n1": ("PREEMPTION_IN_PROGRESS", "nlp preempts 1 job to make room: c-borrow")
         },
     ),
+    "reclaim takes a job that borrowed when it started before one that did not": Case(
+        two_shares,
+        [
+            running("c-within", "cv", priority=0, started=90, gpu=8),
+            RunningJob("c-borrowed", "cv", {"gpu": 4}, 9, 10.0, borrowing=True),
+        ],
+        [waiting("n1", "nlp", gpu=8)],
+        want_preempt=[("c-borrowed", "RECLAIM", "n1")],
+        want_waiting={
+            "n1": ("PREEMPTION_IN_PROGRESS", "nlp preempts 1 job to make room: c-borrowed")
+        },
+    ),
+    "a borrower admitted in this cycle never makes an older job of its share a victim": Case(
+        queue(
+            share("x").capacity(tpu=2),
+            share("y").capacity(gpu=4, tpu=2),
+            gpu=4,
+            tpu=4,
+        ),
+        [running("y0", "y", started=0, tpu=2)],
+        [
+            waiting("y1", "y", priority=1, submitted=5, tpu=1),
+            waiting("x1", "x", submitted=5, gpu=1),
+            waiting("x2", "x", submitted=5, tpu=2),
+        ],
+        want_admit={"y1": {"tpu": 1}, "x1": {"gpu": 1}},
+        want_waiting={
+            "x2": (
+                "WAITING_FOR_OWN_CAPACITY",
+                "x needs 2 tpu within what it owns (uses 0 of 2); 1 free, the rest is held by "
+                "jobs that cannot be preempted now",
+            )
+        },
+    ),
     "the last victim may take its share below its capacity": Case(
         two_shares,
         [running("c-big", "cv", started=0, gpu=12)],
