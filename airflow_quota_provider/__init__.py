@@ -6,6 +6,9 @@ from typing import Any
 
 __version__ = "0.1.0"
 
+INTEGRATION = "AWS Batch quota shares"
+_PKG = "airflow_quota_provider"
+
 
 def get_provider_info() -> dict[str, Any]:
     """What Airflow's provider manager reads through the ``apache_airflow_provider`` entry point."""
@@ -17,4 +20,45 @@ def get_provider_info() -> dict[str, Any]:
             "shares: borrowing, reclaim, in-share preemption and explanations."
         ),
         "versions": [__version__],
+        "integrations": [
+            {
+                "integration-name": INTEGRATION,
+                "external-doc-url": "https://docs.aws.amazon.com/batch/latest/userguide/quota-shares.html",
+                "tags": ["aws"],
+            }
+        ],
+        "hooks": [{"integration-name": INTEGRATION, "python-modules": [f"{_PKG}.hooks.batch"]}],
+        "operators": [
+            {"integration-name": INTEGRATION, "python-modules": [f"{_PKG}.operators.training"]}
+        ],
+        "sensors": [
+            {"integration-name": INTEGRATION, "python-modules": [f"{_PKG}.sensors.capacity"]}
+        ],
+        "triggers": [
+            {
+                "integration-name": INTEGRATION,
+                "python-modules": [f"{_PKG}.triggers.service_job", f"{_PKG}.triggers.capacity"],
+            }
+        ],
+        "extra-links": [
+            f"{_PKG}.links.batch_quota.ServiceJobLink",
+            f"{_PKG}.links.batch_quota.TrainingJobLink",
+        ],
+        "config": {
+            "quota_provider": {
+                "description": "Defaults of the quota-share operator, sensor and triggers.",
+                "options": {
+                    "poll_interval": {
+                        "description": (
+                            "Seconds between status checks of QuotaTrainingOperator and "
+                            "QuotaCapacitySensor when the task does not set poll_interval."
+                        ),
+                        "version_added": "0.1.0",
+                        "type": "float",
+                        "example": "60",
+                        "default": "30",
+                    },
+                },
+            }
+        },
     }

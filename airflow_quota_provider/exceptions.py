@@ -5,12 +5,21 @@
     QuotaError                      base of everything raised here
     ├── ConfigError(ValueError)     a quota config is invalid; .problems lists every one
     ├── ScenarioError(ValueError)   a scenario or trace file is invalid; .problems as above
-    └── AdmissionRefused            a job can never run in its share; .code, .message
+    ├── AdmissionRefused            a job can never run in its share; .code, .message
+    │   ├── ShareUnavailable        the share does not exist or is DISABLED; .share, .job_queue
+    │   ├── CannotFit               more instances than the share could ever hold; .demand, .limits
+    │   └── InvalidPriority(ValueError)  outside 0..9999; .priority
+    ├── InvalidTrainingConfig(ValueError)  not a valid CreateTrainingJob request; .problems
+    └── ServiceJobError             a submitted service job did not succeed; .job_id, .status_reason
+        ├── ServiceJobFailed        it ended FAILED; .failure_reason (SageMaker's)
+        │   └── PreemptionRetriesExhausted  FAILED after its last allowed preemption
+        ├── ServiceJobPreempted     preempted while the task asked to stop at a preemption
+        └── ServiceJobTimeout       still not finished after the task's wait limit
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 
@@ -65,3 +74,83 @@ class AdmissionRefused(QuotaError):
         self.code = code
         self.message = message
         super().__init__(f"job {job_id} refused ({code}): {message}")
+
+
+class ShareUnavailable(AdmissionRefused):
+    """The quota share does not exist in the job queue, or is DISABLED."""
+
+    def __init__(self, job_name: str, code: str, message: str, share: str, job_queue: str) -> None:
+        self.share = share
+        self.job_queue = job_queue
+        super().__init__(job_name, code, message)
+
+
+class CannotFit(AdmissionRefused):
+    """The job asks for more instances than its share could ever hold.
+
+    :param demand: instances per type the job needs.
+    :param limits: the most of each type the share may hold, borrowing included.
+    """
+
+    def __init__(
+        self,
+        job_name: str,
+        code: str,
+        message: str,
+        demand: Mapping[str, int],
+        limits: Mapping[str, int],
+    ) -> None:
+        self.demand = dict(demand)
+        self.limits = dict(limits)
+        super().__init__(job_name, code, message)
+
+
+class InvalidPriority(AdmissionRefused, ValueError):
+    """A scheduling priority outside 0..9999."""
+
+    def __init__(self, job_name: str, code: str, message: str, priority: object) -> None:
+        self.priority = priority
+        super().__init__(job_name, code, message)
+
+
+class InvalidTrainingConfig(QuotaError, ValueError):
+    """``training_config`` is not a valid SageMaker ``CreateTrainingJob`` request."""
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        self.problems = tuple(problems)
+        noun = "problem" if len(self.problems) == 1 else "problems"
+        lines = "\n".join(f"  {p}" for p in self.problems)
+        super().__init__(
+            f"{len(self.problems)} {noun} with training_config (CreateTrainingJob):\n{lines}"
+        )
+
+
+class ServiceJobError(QuotaError):
+    """A submitted service job did not succeed; the message carries the last status reason."""
+
+    def __init__(self, message: str, job_id: str, status_reason: str | None) -> None:
+        self.job_id = job_id
+        self.status_reason = status_reason
+        super().__init__(message)
+
+
+class ServiceJobFailed(ServiceJobError):
+    """The service job ended FAILED; ``failure_reason`` is SageMaker's for its last attempt."""
+
+    def __init__(
+        self, message: str, job_id: str, status_reason: str | None, failure_reason: str | None
+    ) -> None:
+        self.failure_reason = failure_reason
+        super().__init__(message, job_id, status_reason)
+
+
+class PreemptionRetriesExhausted(ServiceJobFailed):
+    """The service job was preempted once more than ``preemption_retries`` allows."""
+
+
+class ServiceJobPreempted(ServiceJobError):
+    """The service job was preempted and the task was asked to stop at a preemption."""
+
+
+class ServiceJobTimeout(ServiceJobError):
+    """The service job had not finished when the task's wait limit ran out."""

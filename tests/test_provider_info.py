@@ -31,3 +31,17 @@ def test_airflows_providers_manager_lists_the_provider() -> None:
     providers = ProvidersManager().providers
     assert "airflow-quota-provider" in providers
     assert providers["airflow-quota-provider"].version == airflow_quota_provider.__version__
+
+
+def test_every_module_and_class_the_provider_declares_imports() -> None:
+    import importlib
+
+    info = airflow_quota_provider.get_provider_info()
+    for kind in ("hooks", "operators", "sensors", "triggers"):
+        for entry in info[kind]:
+            for module in entry["python-modules"]:
+                importlib.import_module(module)
+    for path in info["extra-links"]:
+        module, name = path.rsplit(".", 1)
+        assert hasattr(importlib.import_module(module), name)
+    assert info["config"]["quota_provider"]["options"]["poll_interval"]["default"] == "30"

@@ -1,0 +1,1 @@
+"""Hooks: the AWS Batch quota-share API through Airflow's AWS connection."""

@@ -1,0 +1,165 @@
+"""The AWS Batch API of quota shares and service jobs, through an Airflow AWS connection."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from airflow.providers.amazon.aws.hooks.base_aws import AwsBaseHook
+
+from airflow_quota_provider.core.model import QueueConfig
+from airflow_quota_provider.core.occupancy import Occupancy, occupancy
+from airflow_quota_provider.hooks.usage import (
+    HOLDING_STATUSES,
+    headroom,
+    queue_config_from_aws,
+    usage_from_jobs,
+)
+
+ACTIVE_STATUSES = ("SUBMITTED", "PENDING", "RUNNABLE", "SCHEDULED", "STARTING", "RUNNING")
+"""Statuses of a service job that has not ended."""
+
+TERMINAL_STATUSES = ("SUCCEEDED", "FAILED")
+
+
+class BatchQuotaHook(AwsBaseHook):
+    """Interact with AWS Batch service jobs, job queues and quota shares.
+
+    A thin wrapper of ``boto3.client("batch")`` plus the quota views the
+    provider needs: a queue's :class:`~airflow_quota_provider.core.model.QueueConfig`
+    and each share's own, borrowed, lent and idle capacity.
+
+    Additional arguments (such as ``aws_conn_id``) may be specified and are
+    passed down to the underlying AwsBaseHook.
+
+    .. seealso::
+        - :class:`airflow.providers.amazon.aws.hooks.base_aws.AwsBaseHook`
+    """
+
+    hook_name = "AWS Batch quota shares"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["client_type"] = "batch"
+        super().__init__(*args, **kwargs)
+
+    # -- service jobs -------------------------------------------------------------
+
+    def submit_service_job(self, **request: Any) -> dict[str, Any]:
+        """``SubmitServiceJob``; ``request`` is its input (``jobName``, ``jobQueue``, ...)."""
+        return self._call("submit_service_job", **request)
+
+    def describe_service_job(self, job_id: str) -> dict[str, Any]:
+        return self._call("describe_service_job", jobId=job_id)
+
+    def list_service_jobs(
+        self,
+        job_queue: str,
+        job_status: str | None = None,
+        filters: list[dict[str, Any]] | None = None,
+    ) -> list[dict[str, Any]]:
+        """Every job summary ``ListServiceJobs`` answers, all pages."""
+        params: dict[str, Any] = {"jobQueue": job_queue}
+        if job_status is not None:
+            params["jobStatus"] = job_status
+        if filters:
+            params["filters"] = filters
+        return self._all_pages("list_service_jobs", "jobSummaryList", **params)
+
+    def update_service_job_priority(self, job_id: str, priority: int) -> dict[str, Any]:
+        return self._call("update_service_job", jobId=job_id, schedulingPriority=priority)
+
+    def terminate_service_job(self, job_id: str, reason: str) -> None:
+        self._call("terminate_service_job", jobId=job_id, reason=reason)
+
+    # -- queues, shares, environments ---------------------------------------------
+
+    def describe_quota_share(self, quota_share_arn: str) -> dict[str, Any]:
+        return self._call("describe_quota_share", quotaShareArn=quota_share_arn)
+
+    def list_quota_shares(self, job_queue: str) -> list[dict[str, Any]]:
+        return self._all_pages("list_quota_shares", "quotaShares", jobQueue=job_queue)
+
+    def describe_job_queue(self, job_queue: str) -> dict[str, Any]:
+        """The job queue named ``job_queue`` (name or ARN); ``ValueError`` if there is none."""
+        queues = self._all_pages("describe_job_queues", "jobQueues", jobQueues=[job_queue])
+        if not queues:
+            raise ValueError(f"job queue {job_queue} does not exist")
+        return queues[0]
+
+    def describe_service_environments(self, *environments: str) -> list[dict[str, Any]]:
+        params = {"serviceEnvironments": list(environments)} if environments else {}
+        return self._all_pages("describe_service_environments", "serviceEnvironments", **params)
+
+    def get_job_queue_snapshot(self, job_queue: str) -> dict[str, Any]:
+        return self._call("get_job_queue_snapshot", jobQueue=job_queue)
+
+    # -- quota views --------------------------------------------------------------
+
+    def queue_config(self, job_queue: str) -> QueueConfig:
+        """The queue's shares (``ListQuotaShares``) and its service environments' capacity."""
+        queue = self.describe_job_queue(job_queue)
+        order = sorted(queue.get("serviceEnvironmentOrder") or (), key=lambda e: e["order"])
+        names = [entry["serviceEnvironment"] for entry in order]
+        environments = self.describe_service_environments(*names) if names else []
+        shares = self.list_quota_shares(queue["jobQueueArn"])
+        return queue_config_from_aws(queue["jobQueueName"], shares, environments)
+
+    def holding_jobs(self, job_queue: str) -> list[dict[str, Any]]:
+        """Summaries of the queue's jobs that hold capacity (SCHEDULED, STARTING, RUNNING)."""
+        jobs: list[dict[str, Any]] = []
+        for status in HOLDING_STATUSES:
+            jobs.extend(self.list_service_jobs(job_queue, status))
+        return jobs
+
+    def share_usage(self, job_queue: str) -> dict[str, dict[str, Occupancy]]:
+        """Per share and instance type: owned, used, own use, borrowed, lent and idle instances."""
+        config = self.queue_config(job_queue)
+        return occupancy(config, usage_from_jobs(self.holding_jobs(job_queue)))
+
+    def share_headroom(self, job_queue: str, quota_share: str) -> dict[str, int]:
+        """Instances per type ``quota_share`` could start now (own idle plus borrowable)."""
+        config = self.queue_config(job_queue)
+        return headroom(config, usage_from_jobs(self.holding_jobs(job_queue)), quota_share)
+
+    # -- SageMaker ------------------------------------------------------------------
+
+    def training_failure_reason(self, training_job_arn: str) -> str | None:
+        """SageMaker's ``FailureReason`` of a training job, ``None`` if it has none.
+
+        A training job's ARN holds its name lowercased, so the name is looked
+        up (``ListTrainingJobs`` ``NameContains``, which ignores case) when the
+        lowercased name is not found as is.
+        """
+        sagemaker = self._sagemaker()
+        name = training_job_arn.rsplit("/", 1)[-1]
+        try:
+            answer = sagemaker.describe_training_job(TrainingJobName=name)
+        except sagemaker.exceptions.ClientError:
+            summaries = sagemaker.list_training_jobs(NameContains=name)["TrainingJobSummaries"]
+            match = [s for s in summaries if s["TrainingJobArn"] == training_job_arn]
+            if not match:
+                raise
+            answer = sagemaker.describe_training_job(TrainingJobName=match[0]["TrainingJobName"])
+        reason = answer.get("FailureReason")
+        return str(reason) if reason else None
+
+    def _sagemaker(self) -> Any:
+        session = self.get_session(region_name=self.region_name)
+        return session.client(
+            "sagemaker",
+            endpoint_url=self.conn_config.get_service_endpoint_url(service_name="sagemaker"),
+            config=self._get_config(None),
+            verify=self.verify,
+        )
+
+    # -- plumbing -------------------------------------------------------------------
+
+    def _call(self, method: str, **params: Any) -> dict[str, Any]:
+        answer: dict[str, Any] = getattr(self.conn, method)(**params)
+        answer.pop("ResponseMetadata", None)
+        return answer
+
+    def _all_pages(self, method: str, key: str, **params: Any) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
+        for page in self.conn.get_paginator(method).paginate(**params):
+            items.extend(page.get(key) or ())
+        return items

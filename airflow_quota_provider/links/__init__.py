@@ -1,0 +1,1 @@
+"""Operator extra links to the AWS console."""

@@ -1,0 +1,1 @@
+"""Operators: run SageMaker training through AWS Batch quota shares."""

@@ -1,0 +1,55 @@
+"""Follow a service job from the worker (``deferrable=False``) with the trigger's logic."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from airflow_quota_provider.hooks.batch import BatchQuotaHook
+from airflow_quota_provider.triggers.events import ServiceJobEvent
+from airflow_quota_provider.triggers.progress import (
+    JobWatch,
+    escalation_due,
+    outcome_of,
+    position_in,
+)
+
+
+def wait_in_worker(
+    hook: BatchQuotaHook,
+    watch: JobWatch,
+    *,
+    poll_interval: float,
+    escalate_priority: Mapping[str, Any] | None,
+    max_wait_seconds: float | None,
+    log: logging.Logger | Any,
+) -> ServiceJobEvent:
+    """Describe the job every ``poll_interval`` until :class:`JobWatch` says it ended."""
+    deadline = None if max_wait_seconds is None else time.monotonic() + max_wait_seconds
+    while True:
+        job = hook.describe_service_job(watch.job_id)
+        position, now = None, None
+        if job["status"] == "RUNNABLE":
+            snapshot = hook.get_job_queue_snapshot(job["jobQueue"])
+            position = position_in(snapshot, job.get("jobArn") or "", job.get("quotaShareName"))
+            now = (snapshot.get("frontOfQueue") or {}).get("lastUpdatedAt")
+        lines, event = watch.observe(job, position)
+        for line in lines:
+            log.info("%s", line)
+        if event is not None:
+            return event
+        priority = escalation_due(job, escalate_priority, now)
+        if priority is not None:
+            log.info(
+                "service job %s RUNNABLE too long: raising its priority from %s to %s",
+                watch.job_id,
+                job.get("schedulingPriority"),
+                priority,
+            )
+            hook.update_service_job_priority(watch.job_id, priority)
+        if deadline is not None and time.monotonic() >= deadline:
+            message = f"service job {watch.job_id} still {job['status']} (max_wait_seconds)"
+            return outcome_of(job, "timeout", message)
+        time.sleep(poll_interval)

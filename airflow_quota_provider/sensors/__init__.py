@@ -1,0 +1,1 @@
+"""Sensors: wait for capacity in a quota share."""

@@ -1,0 +1,33 @@
+"""The one event :class:`~airflow_quota_provider.triggers.service_job.ServiceJobTrigger` fires."""
+
+from __future__ import annotations
+
+from typing import Literal, TypedDict
+
+Outcome = Literal["success", "failed", "preempted", "timeout"]
+
+
+class ServiceJobEvent(TypedDict):
+    """How a followed service job ended (or why following it stopped).
+
+    :param status: ``success`` (SUCCEEDED), ``failed`` (FAILED), ``preempted``
+        (preempted while the task asked to stop at a preemption) or ``timeout``
+        (the task's wait limit ran out first).
+    :param job_status: the service job's own status when the event fired.
+    :param training_job_arns: the SageMaker training job of each attempt, in order.
+    :param queued_seconds: time the job did not run (from creation to end, minus run time).
+    :param run_seconds: the sum of its attempts' durations.
+    """
+
+    status: Outcome
+    job_id: str
+    job_arn: str
+    job_name: str
+    job_status: str
+    status_reason: str | None
+    attempts: int
+    preemptions: int
+    training_job_arns: list[str]
+    queued_seconds: float
+    run_seconds: float
+    message: str

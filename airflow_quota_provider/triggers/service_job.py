@@ -1,0 +1,160 @@
+"""Follow one service job from the triggerer until it ends."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+from airflow.triggers.base import BaseTrigger, TriggerEvent
+
+from airflow_quota_provider.hooks.batch import BatchQuotaHook
+from airflow_quota_provider.triggers.events import ServiceJobEvent
+from airflow_quota_provider.triggers.poller import QueuePoller, Update, poller_for
+from airflow_quota_provider.triggers.progress import JobWatch, escalation_due, outcome_of
+
+KILL_REASON = "Airflow task was marked failed, succeeded or cleared by a user"
+
+
+class ServiceJobTrigger(BaseTrigger):
+    """Fire one :class:`~airflow_quota_provider.triggers.events.ServiceJobEvent` when a job ends.
+
+    Triggers on the same job queue, region and connection in one triggerer
+    share one :class:`~airflow_quota_provider.triggers.poller.QueuePoller`.
+
+    :param job_id: the service job to follow.
+    :param job_queue: its job queue (name or ARN); the poller lists this queue.
+    :param poll_interval: seconds between polls.
+    :param stop_on_preemption: fire ``preempted`` at the first preemption
+        instead of waiting while AWS requeues the job.
+    :param max_wait_seconds: fire ``timeout`` after this long; ``None`` waits forever.
+    :param escalate_priority: ``{"after_seconds": N, "priority": P}``: raise a
+        job RUNNABLE for N seconds since submission to priority P.
+    :param cancel_on_kill: terminate the job when a user kills the deferred task.
+    :param aws_conn_id: the Airflow connection used for AWS credentials.
+    :param region_name: AWS region name.
+    :param verify: whether to verify SSL certificates.
+    :param botocore_config: botocore client configuration as a dict.
+    """
+
+    def __init__(
+        self,
+        *,
+        job_id: str,
+        job_queue: str,
+        poll_interval: float = 30,
+        stop_on_preemption: bool = False,
+        max_wait_seconds: float | None = None,
+        escalate_priority: dict[str, Any] | None = None,
+        cancel_on_kill: bool = True,
+        aws_conn_id: str | None = "aws_default",
+        region_name: str | None = None,
+        verify: bool | str | None = None,
+        botocore_config: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__()  # type: ignore[no-untyped-call]
+        self.job_id = job_id
+        self.job_queue = job_queue
+        self.poll_interval = poll_interval
+        self.stop_on_preemption = stop_on_preemption
+        self.max_wait_seconds = max_wait_seconds
+        self.escalate_priority = escalate_priority
+        self.cancel_on_kill = cancel_on_kill
+        self.aws_conn_id = aws_conn_id
+        self.region_name = region_name
+        self.verify = verify
+        self.botocore_config = botocore_config
+        self.last_job: dict[str, Any] | None = None
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        return (
+            f"{type(self).__module__}.{type(self).__qualname__}",
+            {
+                "job_id": self.job_id,
+                "job_queue": self.job_queue,
+                "poll_interval": self.poll_interval,
+                "stop_on_preemption": self.stop_on_preemption,
+                "max_wait_seconds": self.max_wait_seconds,
+                "escalate_priority": self.escalate_priority,
+                "cancel_on_kill": self.cancel_on_kill,
+                "aws_conn_id": self.aws_conn_id,
+                "region_name": self.region_name,
+                "verify": self.verify,
+                "botocore_config": self.botocore_config,
+            },
+        )
+
+    def hook(self) -> BatchQuotaHook:
+        return BatchQuotaHook(
+            aws_conn_id=self.aws_conn_id,
+            region_name=self.region_name,
+            verify=self.verify,
+            config=self.botocore_config,
+        )
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        poller = poller_for((self.job_queue, self.region_name, self.aws_conn_id), self.hook)
+        updates = poller.follow(self.job_id, self.poll_interval)
+        watch = JobWatch(self.job_id, self.stop_on_preemption)
+        try:
+            event = await asyncio.wait_for(
+                self._follow(poller, updates, watch), timeout=self.max_wait_seconds
+            )
+        except TimeoutError:
+            event = self._timed_out(watch)
+        finally:
+            poller.unfollow(self.job_id, updates)
+        yield TriggerEvent(dict(event))  # type: ignore[no-untyped-call]
+
+    async def _follow(
+        self, poller: QueuePoller, updates: asyncio.Queue[Update], watch: JobWatch
+    ) -> ServiceJobEvent:
+        while True:
+            update = await updates.get()
+            if update.job is None:
+                self.log.warning("%s", update.error)
+                continue
+            self.last_job = dict(update.job)
+            lines, event = watch.observe(update.job, update.position)
+            for line in lines:
+                self.log.info("%s", line)
+            if event is not None:
+                return event
+            await self._escalate(poller, update)
+
+    async def _escalate(self, poller: QueuePoller, update: Update) -> None:
+        assert update.job is not None
+        priority = escalation_due(update.job, self.escalate_priority, update.now_millis)
+        if priority is None:
+            return
+        self.log.info(
+            "service job %s RUNNABLE for %s s or more: raising its priority from %s to %s",
+            self.job_id,
+            (self.escalate_priority or {}).get("after_seconds"),
+            update.job.get("schedulingPriority"),
+            priority,
+        )
+        hook = self.hook()
+        await asyncio.to_thread(hook.update_service_job_priority, self.job_id, priority)
+        poller.refresh(self.job_id)
+
+    def _timed_out(self, watch: JobWatch) -> ServiceJobEvent:
+        job = self.last_job or {"jobId": self.job_id, "status": "UNKNOWN"}
+        message = (
+            f"service job {self.job_id} still {watch.status or 'unknown'} after "
+            f"{self.max_wait_seconds} s (max_wait_seconds)"
+        )
+        return outcome_of(job, "timeout", message)
+
+    async def on_kill(self) -> None:
+        """Terminate the service job when a user marks the task failed/succeeded or clears it.
+
+        Airflow 3.3 calls this only on such a user action, not when the
+        triggerer stops or hands the trigger to another triggerer.
+        """
+        if not self.cancel_on_kill:
+            self.log.info("cancel_on_kill is False: leaving service job %s running", self.job_id)
+            return
+        self.log.info("terminating service job %s: %s", self.job_id, KILL_REASON)
+        hook = self.hook()
+        await asyncio.to_thread(hook.terminate_service_job, self.job_id, KILL_REASON)

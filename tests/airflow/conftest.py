@@ -1,0 +1,102 @@
+"""Fixtures: the local endpoint over HTTP, reached by boto3 through the usual AWS environment.
+
+Hooks get ``aws_conn_id=None`` or ``aws_default`` (absent, so boto3's defaults
+apply): ``AWS_ENDPOINT_URL`` points every client at the endpoint.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+# Airflow reads its configuration when first imported: point it at a fresh
+# home with SQLite before anything here imports it.
+_HOME = tempfile.mkdtemp(prefix="airflow-home-")
+os.environ.setdefault("AIRFLOW_HOME", _HOME)
+os.environ.setdefault(
+    "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN",
+    f"sqlite:///{os.path.join(os.environ['AIRFLOW_HOME'], 'airflow.db')}",
+)
+os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
+os.environ.setdefault("AIRFLOW__CORE__DAGS_FOLDER", os.path.join(_HOME, "dags"))
+
+import asyncio  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+from collections.abc import AsyncIterator, Iterator  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
+
+import pytest  # noqa: E402
+
+from tests.emulator.conftest import TWO_SHARES, Endpoint, serve  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def airflow_db() -> None:
+    """``airflow db migrate`` once per session, into the SQLite file of this session's home."""
+    airflow = Path(sys.executable).with_name("airflow")
+    subprocess.run([str(airflow), "db", "migrate"], check=True, capture_output=True)
+
+
+@pytest.fixture
+def aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_MAX_ATTEMPTS": "2",
+    }.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+
+
+@pytest.fixture
+def endpoint(aws_env: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[Endpoint]:
+    """:data:`TWO_SHARES` with time stopped; tests move it with ``endpoint.advance``."""
+    for found in serve(TWO_SHARES):
+        monkeypatch.setenv("AWS_ENDPOINT_URL", found.url)
+        yield found
+
+
+@pytest.fixture
+def running_endpoint(aws_env: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[Endpoint]:
+    """:data:`TWO_SHARES` with time running 50x faster than real time."""
+    for found in serve(TWO_SHARES, time_scale=50.0):
+        monkeypatch.setenv("AWS_ENDPOINT_URL", found.url)
+        yield found
+
+
+async def drive(
+    endpoint: Endpoint,
+    *streams: AsyncIterator[Any],
+    step: float,
+    started_by: str = "batch.DescribeServiceJob",
+) -> list[Any]:
+    """Collect every stream's events while moving emulated time ``step`` seconds every 20 ms.
+
+    Time starts once the endpoint has answered one ``started_by`` request, so
+    a trigger sees the first status before time moves.
+    """
+    collected: list[Any] = []
+
+    async def consume_one(events: AsyncIterator[Any]) -> None:
+        async for event in events:
+            collected.append(event)
+
+    async def consume() -> None:
+        await asyncio.gather(*(consume_one(events) for events in streams))
+
+    def describes() -> int:
+        counts = endpoint.stats()["operations"].get(started_by, {})
+        return sum(counts.values())
+
+    task = asyncio.create_task(consume())
+    first = await asyncio.to_thread(describes)
+    while not task.done() and await asyncio.to_thread(describes) == first:
+        await asyncio.sleep(0.01)
+    while not task.done():
+        await asyncio.sleep(0.02)
+        await asyncio.to_thread(endpoint.advance, step)
+    await task
+    return collected
