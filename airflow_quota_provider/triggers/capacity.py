@@ -6,9 +6,9 @@ import asyncio
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-from airflow.triggers.base import BaseTrigger, TriggerEvent
+from airflow.triggers.base import TriggerEvent
 
-from airflow_quota_provider.hooks.batch import BatchQuotaHook
+from airflow_quota_provider.triggers.base import QuotaBaseTrigger
 
 
 def shortfall(headroom: Mapping[str, int], capacity: Mapping[str, int]) -> dict[str, int]:
@@ -20,17 +20,15 @@ def shortfall(headroom: Mapping[str, int], capacity: Mapping[str, int]) -> dict[
     }
 
 
-class QuotaCapacityTrigger(BaseTrigger):
+class QuotaCapacityTrigger(QuotaBaseTrigger):
     """Fire ``{"status": "success", "headroom": {...}}`` once a share could start ``capacity``.
 
     :param job_queue: the Batch job queue (name or ARN).
     :param quota_share: the share that would run the work.
     :param capacity: instances per type, e.g. ``{"ml.p4d.24xlarge": 2}``.
     :param poll_interval: seconds between checks.
-    :param aws_conn_id: the Airflow connection used for AWS credentials.
-    :param region_name: AWS region name.
-    :param verify: whether to verify SSL certificates.
-    :param botocore_config: botocore client configuration as a dict.
+    :param aws_conn_id, region_name, verify, botocore_config: the AWS connection,
+        as for :class:`~airflow_quota_provider.triggers.base.QuotaBaseTrigger`.
     """
 
     def __init__(
@@ -45,38 +43,27 @@ class QuotaCapacityTrigger(BaseTrigger):
         verify: bool | str | None = None,
         botocore_config: dict[str, Any] | None = None,
     ) -> None:
-        super().__init__()  # type: ignore[no-untyped-call]
+        super().__init__(
+            aws_conn_id=aws_conn_id,
+            region_name=region_name,
+            verify=verify,
+            botocore_config=botocore_config,
+        )
         self.job_queue = job_queue
         self.quota_share = quota_share
         self.capacity = capacity
         self.poll_interval = poll_interval
-        self.aws_conn_id = aws_conn_id
-        self.region_name = region_name
-        self.verify = verify
-        self.botocore_config = botocore_config
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
-        return (
-            f"{type(self).__module__}.{type(self).__qualname__}",
-            {
-                "job_queue": self.job_queue,
-                "quota_share": self.quota_share,
-                "capacity": self.capacity,
-                "poll_interval": self.poll_interval,
-                "aws_conn_id": self.aws_conn_id,
-                "region_name": self.region_name,
-                "verify": self.verify,
-                "botocore_config": self.botocore_config,
-            },
+        return self._serialized(
+            job_queue=self.job_queue,
+            quota_share=self.quota_share,
+            capacity=self.capacity,
+            poll_interval=self.poll_interval,
         )
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        hook = BatchQuotaHook(
-            aws_conn_id=self.aws_conn_id,
-            region_name=self.region_name,
-            verify=self.verify,
-            config=self.botocore_config,
-        )
+        hook = self.hook()
         last: dict[str, int] | None = None
         while True:
             room = await asyncio.to_thread(hook.share_headroom, self.job_queue, self.quota_share)

@@ -6,9 +6,9 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
-from airflow.triggers.base import BaseTrigger, TriggerEvent
+from airflow.triggers.base import TriggerEvent
 
-from airflow_quota_provider.hooks.batch import BatchQuotaHook
+from airflow_quota_provider.triggers.base import QuotaBaseTrigger
 from airflow_quota_provider.triggers.events import ServiceJobEvent
 from airflow_quota_provider.triggers.poller import QueuePoller, Update, poller_for
 from airflow_quota_provider.triggers.progress import JobWatch, escalation_due, outcome_of
@@ -16,7 +16,7 @@ from airflow_quota_provider.triggers.progress import JobWatch, escalation_due, o
 KILL_REASON = "Airflow task was marked failed, succeeded or cleared by a user"
 
 
-class ServiceJobTrigger(BaseTrigger):
+class ServiceJobTrigger(QuotaBaseTrigger):
     """Fire one :class:`~airflow_quota_provider.triggers.events.ServiceJobEvent` when a job ends.
 
     Triggers on the same job queue, region and connection in one triggerer
@@ -31,10 +31,8 @@ class ServiceJobTrigger(BaseTrigger):
     :param escalate_priority: ``{"after_seconds": N, "priority": P}``: raise a
         job RUNNABLE for N seconds since submission to priority P.
     :param cancel_on_kill: terminate the job when a user kills the deferred task.
-    :param aws_conn_id: the Airflow connection used for AWS credentials.
-    :param region_name: AWS region name.
-    :param verify: whether to verify SSL certificates.
-    :param botocore_config: botocore client configuration as a dict.
+    :param aws_conn_id, region_name, verify, botocore_config: the AWS connection,
+        as for :class:`~airflow_quota_provider.triggers.base.QuotaBaseTrigger`.
     """
 
     def __init__(
@@ -52,7 +50,12 @@ class ServiceJobTrigger(BaseTrigger):
         verify: bool | str | None = None,
         botocore_config: dict[str, Any] | None = None,
     ) -> None:
-        super().__init__()  # type: ignore[no-untyped-call]
+        super().__init__(
+            aws_conn_id=aws_conn_id,
+            region_name=region_name,
+            verify=verify,
+            botocore_config=botocore_config,
+        )
         self.job_id = job_id
         self.job_queue = job_queue
         self.poll_interval = poll_interval
@@ -60,36 +63,17 @@ class ServiceJobTrigger(BaseTrigger):
         self.max_wait_seconds = max_wait_seconds
         self.escalate_priority = escalate_priority
         self.cancel_on_kill = cancel_on_kill
-        self.aws_conn_id = aws_conn_id
-        self.region_name = region_name
-        self.verify = verify
-        self.botocore_config = botocore_config
         self.last_job: dict[str, Any] | None = None
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
-        return (
-            f"{type(self).__module__}.{type(self).__qualname__}",
-            {
-                "job_id": self.job_id,
-                "job_queue": self.job_queue,
-                "poll_interval": self.poll_interval,
-                "stop_on_preemption": self.stop_on_preemption,
-                "max_wait_seconds": self.max_wait_seconds,
-                "escalate_priority": self.escalate_priority,
-                "cancel_on_kill": self.cancel_on_kill,
-                "aws_conn_id": self.aws_conn_id,
-                "region_name": self.region_name,
-                "verify": self.verify,
-                "botocore_config": self.botocore_config,
-            },
-        )
-
-    def hook(self) -> BatchQuotaHook:
-        return BatchQuotaHook(
-            aws_conn_id=self.aws_conn_id,
-            region_name=self.region_name,
-            verify=self.verify,
-            config=self.botocore_config,
+        return self._serialized(
+            job_id=self.job_id,
+            job_queue=self.job_queue,
+            poll_interval=self.poll_interval,
+            stop_on_preemption=self.stop_on_preemption,
+            max_wait_seconds=self.max_wait_seconds,
+            escalate_priority=self.escalate_priority,
+            cancel_on_kill=self.cancel_on_kill,
         )
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
