@@ -6,9 +6,8 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_quota_provider.emulator.batch_checks import check_capacity_limits, check_name, found
 from airflow_quota_provider.emulator.errors import BatchClientError
-from airflow_quota_provider.emulator.pagination import check_limit, page
+from airflow_quota_provider.emulator.pagination import named_page
 from airflow_quota_provider.emulator.registry import Handler, Params, Response
-from airflow_quota_provider.emulator.service_model import BATCH
 from airflow_quota_provider.emulator.store import ServiceEnvironment
 
 if TYPE_CHECKING:
@@ -49,17 +48,13 @@ def update(world: World, params: Params) -> Response:
 
 
 def describe_all(world: World, params: Params) -> Response:
-    wanted = params.get("serviceEnvironments")
-    if wanted is not None and len(wanted) > 100:
-        raise BatchClientError("serviceEnvironments may name at most 100 environments")
-    environments = sorted(world.store.environments.values(), key=lambda e: e.name)
-    if wanted:
-        environments = [e for e in environments if e.name in wanted or e.arn in wanted]
-    limit = check_limit(params.get("maxResults"), 100, BATCH)
-    chosen, token = page(
-        environments, lambda e: (e.name,), limit=limit, token=params.get("nextToken"), service=BATCH
+    chosen, token = named_page(
+        world.store.environments.values(),
+        params.get("serviceEnvironments"),
+        params,
+        "serviceEnvironments may name at most 100 environments",
     )
-    return {"serviceEnvironments": [describe(e) for e in chosen], "nextToken": token}
+    return {"serviceEnvironments": [describe(item) for item in chosen], "nextToken": token}
 
 
 def delete(world: World, params: Params) -> Response:

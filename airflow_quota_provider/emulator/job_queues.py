@@ -6,9 +6,8 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_quota_provider.emulator.batch_checks import check_name, check_range, found
 from airflow_quota_provider.emulator.errors import BatchClientError
-from airflow_quota_provider.emulator.pagination import check_limit, page
+from airflow_quota_provider.emulator.pagination import named_page
 from airflow_quota_provider.emulator.registry import Handler, Params, Response
-from airflow_quota_provider.emulator.service_model import BATCH
 from airflow_quota_provider.emulator.store import JobQueue
 
 if TYPE_CHECKING:
@@ -66,17 +65,13 @@ def update(world: World, params: Params) -> Response:
 
 
 def describe_all(world: World, params: Params) -> Response:
-    wanted = params.get("jobQueues")
-    if wanted is not None and len(wanted) > 100:
-        raise BatchClientError("jobQueues may name at most 100 job queues")
-    queues = sorted(world.store.queues.values(), key=lambda q: q.name)
-    if wanted:
-        queues = [q for q in queues if q.name in wanted or q.arn in wanted]
-    limit = check_limit(params.get("maxResults"), 100, BATCH)
-    chosen, token = page(
-        queues, lambda q: (q.name,), limit=limit, token=params.get("nextToken"), service=BATCH
+    chosen, token = named_page(
+        world.store.queues.values(),
+        params.get("jobQueues"),
+        params,
+        "jobQueues may name at most 100 job queues",
     )
-    return {"jobQueues": [describe(q) for q in chosen], "nextToken": token}
+    return {"jobQueues": [describe(item) for item in chosen], "nextToken": token}
 
 
 def delete(world: World, params: Params) -> Response:

@@ -9,10 +9,11 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Protocol, TypeVar
 
-from airflow_quota_provider.emulator.errors import invalid_input
+from airflow_quota_provider.emulator.errors import BatchClientError, invalid_input
+from airflow_quota_provider.emulator.service_model import BATCH
 
 T = TypeVar("T")
 SortKey = tuple[Any, ...]
@@ -63,3 +64,31 @@ def check_limit(value: Any, default: int, service: str, maximum: int = 100) -> i
     if not 1 <= value <= maximum:
         raise invalid_input(service, f"maxResults must be between 1 and {maximum}, got {value}")
     return int(value)
+
+
+class Named(Protocol):
+    name: str
+    arn: str
+
+
+N = TypeVar("N", bound=Named)
+
+
+def named_page(
+    items: Iterable[N], wanted: Sequence[str] | None, params: Mapping[str, Any], too_many: str
+) -> tuple[list[N], str | None]:
+    """One page of Batch resources by name, those ``wanted`` (names or ARNs) if given,
+    as Batch's ``Describe...s`` calls page them; more than 100 wanted is ``too_many``."""
+    if wanted is not None and len(wanted) > 100:
+        raise BatchClientError(too_many)
+    ordered = sorted(items, key=lambda item: item.name)
+    if wanted:
+        ordered = [item for item in ordered if item.name in wanted or item.arn in wanted]
+    limit = check_limit(params.get("maxResults"), 100, BATCH)
+    return page(
+        ordered,
+        lambda item: (item.name,),
+        limit=limit,
+        token=params.get("nextToken"),
+        service=BATCH,
+    )
