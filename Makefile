@@ -19,8 +19,8 @@ demo: $(STAMP)
 test: lint typecheck unit
 
 lint: $(STAMP)
-	$(BIN)/ruff check airflow_quota_provider tests benchmarks
-	$(BIN)/ruff format --check airflow_quota_provider tests benchmarks
+	$(BIN)/ruff check airflow_quota_provider tests benchmarks dags
+	$(BIN)/ruff format --check airflow_quota_provider tests benchmarks dags
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

@@ -30,9 +30,19 @@ if TYPE_CHECKING:
 DEFAULT_MAX_RUNTIME = 86_400
 
 
+def find(world: World, name: str) -> TrainingJob | None:
+    """The training job ``name``, ignoring case as SageMaker does (its ARNs are lowercase)."""
+    jobs = world.store.training_jobs
+    found = jobs.get(name)
+    if found is None:
+        folded = name.casefold()
+        found = next((job for key, job in jobs.items() if key.casefold() == folded), None)
+    return found
+
+
 def create(world: World, params: Params) -> Response:
     name = params["TrainingJobName"]
-    existing = world.store.training_jobs.get(name)
+    existing = find(world, name)
     if existing is not None:
         raise ResourceInUse(
             f"Training job names must be unique within an AWS account and region, "
@@ -63,7 +73,7 @@ def _check_limits(world: World, instances: dict[str, int]) -> None:
 
 
 def describe_one(world: World, params: Params) -> Response:
-    job = world.store.training_jobs.get(params["TrainingJobName"])
+    job = find(world, params["TrainingJobName"])
     if job is None:
         raise SageMakerValidationError("Requested resource not found.")
     return describe(world, job)
@@ -116,7 +126,7 @@ def _artifacts(job: TrainingJob) -> str:
 
 def stop(world: World, params: Params) -> Response:
     name = params["TrainingJobName"]
-    job = world.store.training_jobs.get(name)
+    job = find(world, name)
     if job is None:
         raise ResourceNotFound(f"Training job {name} does not exist.")
     if job.status != "InProgress":

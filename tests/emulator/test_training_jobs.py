@@ -81,6 +81,17 @@ def test_names_are_unique(bare_endpoint):
     assert raised.value.response["Error"]["Code"] == "ResourceInUse"
 
 
+def test_names_ignore_case_as_in_the_arn(bare_endpoint):
+    sagemaker = bare_endpoint.sagemaker
+    arn = _create(sagemaker, "Vision-Pretrain")
+    assert arn.endswith("/vision-pretrain")
+    by_arn_name = sagemaker.describe_training_job(TrainingJobName=arn.rsplit("/", 1)[-1])
+    assert by_arn_name["TrainingJobName"] == "Vision-Pretrain"
+    with pytest.raises(ClientError) as raised:
+        _create(sagemaker, "VISION-PRETRAIN")
+    assert raised.value.response["Error"]["Code"] == "ResourceInUse"
+
+
 def test_instance_limits_bound_direct_creates():
     for endpoint in serve(None, instance_limits={P4D: 3}):
         _create(endpoint.sagemaker, "a", 2)

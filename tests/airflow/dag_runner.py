@@ -1,0 +1,46 @@
+"""Run one DAG of the dags folder with ``dag.test()``; write its run's states and XComs as JSON.
+
+``python -m tests.airflow.dag_runner DAG_ID OUT_FILE [GO_FILE]``, with
+``AIRFLOW_HOME``, the metadata DB and the dags folder set in the environment.
+``dag.test()`` runs a DAG's tasks one after another, so DAGs that must run at
+the same time run in processes of their own, each with its own metadata DB.
+
+With ``GO_FILE``, the runner first does the slow part of starting (parsing
+the DAGs, building the in-process execution API) and then waits for the file
+to exist before running the DAG, so a test can start every DAG at the moment
+its story needs without paying the start-up each time.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+
+def run(dag_id: str, go: Path | None) -> dict[str, Any]:
+    from airflow.configuration import conf
+    from airflow.dag_processing.dagbag import BundleDagBag
+    from airflow.sdk.execution_time.supervisor import in_process_api_server
+
+    folder = Path(conf.get("core", "dags_folder"))
+    bag = BundleDagBag(dag_folder=folder, bundle_path=folder)  # what the dag-processor parses
+    if bag.import_errors:
+        raise SystemExit(f"the dags folder has import errors: {bag.import_errors}")
+    in_process_api_server().transport  # noqa: B018 - builds the cached app now
+    while go is not None and not go.exists():
+        time.sleep(0.05)
+    dag_run = bag.dags[dag_id].test()
+    tasks = {}
+    for ti in dag_run.get_task_instances():
+        xcom = ti.xcom_pull(task_ids=ti.task_id) if ti.state == "success" else None
+        tasks[ti.task_id] = {"state": str(ti.state), "xcom": xcom}
+    return {"dag_id": dag_id, "state": str(dag_run.state), "tasks": tasks}
+
+
+if __name__ == "__main__":
+    dag_id, out, *go = sys.argv[1:]
+    result = run(dag_id, Path(go[0]) if go else None)
+    Path(out).write_text(json.dumps(result, default=str))
