@@ -4,7 +4,9 @@ Every timestamp the emulator returns is in emulated time, so a two-hour
 training run at ``--time-scale 60`` reports two hours between its start and
 end although two minutes passed. ``time_scale`` 0 stops time: only
 :meth:`EmulatedClock.advance` (``POST /_emulator/clock``) moves it, which makes
-tests exact.
+tests exact. :meth:`EmulatedClock.set_time_scale` (``POST /_emulator/clock``
+with ``time_scale``) changes the pace from now on, so a driver can pause the
+account while it waits for a client to act and then let time run again.
 """
 
 from __future__ import annotations
@@ -36,6 +38,17 @@ class EmulatedClock:
         with self._lock:
             elapsed = (self._monotonic() - self._origin_real) * self.time_scale
             return self._origin + elapsed + self._offset
+
+    def set_time_scale(self, time_scale: float) -> float:
+        """Run at ``time_scale`` from now on (0 pauses); returns the time, which does not jump."""
+        if time_scale < 0:
+            raise ValueError(f"time_scale must be >= 0, got {time_scale:g}")
+        with self._lock:
+            real = self._monotonic()
+            self._origin += (real - self._origin_real) * self.time_scale
+            self._origin_real = real
+            self.time_scale = time_scale
+        return self.now()
 
     def advance(self, seconds: float) -> float:
         """Jump ``seconds`` of emulated time ahead; returns the new time."""

@@ -166,6 +166,13 @@ class Emulator:
             self.save()
             return self.world.now
 
+    def set_time_scale(self, time_scale: float) -> float:
+        """Let emulated time run at ``time_scale`` from now on (0 pauses it)."""
+        with self.lock:
+            self.world.catch_up()
+            self.clock.set_time_scale(time_scale)
+            return self.world.now
+
     def now(self) -> float:
         """The emulated time, everything due by then having happened."""
         with self.lock:

@@ -2,7 +2,8 @@
 
 - ``GET /_emulator/stats``: request counts by operation and outcome, and the clock;
 - ``GET /_emulator/clock``: the emulated time;
-- ``POST /_emulator/clock`` with ``{"advance_seconds": 3600}``: jump ahead.
+- ``POST /_emulator/clock`` with ``{"advance_seconds": 3600}``: jump ahead;
+  with ``{"time_scale": 0}``: pause (any other scale: run at that pace).
 
 :func:`local_endpoint` runs it in a thread of the calling process::
 
@@ -89,13 +90,24 @@ def control(emulator: Emulator, method: str, path: str, body: bytes) -> tuple[in
     if route == "clock" and method == "GET":
         return 200, clock_state(emulator)
     if route == "clock" and method == "POST":
-        try:
-            seconds = float(json.loads(body or b"{}").get("advance_seconds", 0))
-            emulator.advance(seconds)
-        except (ValueError, TypeError, AttributeError) as error:
-            return 400, {"message": f'expected {{"advance_seconds": <seconds >= 0>}}: {error}'}
-        return 200, clock_state(emulator)
+        return clock_change(emulator, body)
     return 404, {"message": f"no control route {method} {path}"}
+
+
+def clock_change(emulator: Emulator, body: bytes) -> tuple[int, Any]:
+    """``{"advance_seconds": S}`` and/or ``{"time_scale": X}``: move or re-pace the clock."""
+    expected = 'expected {"advance_seconds": <seconds >= 0>, "time_scale": <scale >= 0>}'
+    try:
+        change = json.loads(body or b"{}")
+        unknown = sorted(set(change) - {"advance_seconds", "time_scale"})
+        if unknown:
+            return 400, {"message": f"{expected}; unknown fields: {', '.join(unknown)}"}
+        if "time_scale" in change:
+            emulator.set_time_scale(float(change["time_scale"]))
+        emulator.advance(float(change.get("advance_seconds", 0)))
+    except (ValueError, TypeError, AttributeError) as error:
+        return 400, {"message": f"{expected}: {error}"}
+    return 200, clock_state(emulator)
 
 
 def clock_state(emulator: Emulator) -> dict[str, Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 import urllib.error
 import urllib.request
 
@@ -137,3 +138,42 @@ def test_the_clock_moves_only_forward(endpoint):
     with pytest.raises(urllib.error.HTTPError) as raised:
         urllib.request.urlopen(request)
     assert raised.value.code == 400
+
+
+def _post_clock(endpoint, body: bytes) -> tuple[int, dict]:
+    request = urllib.request.Request(f"{endpoint.url}/_emulator/clock", data=body, method="POST")
+    try:
+        with urllib.request.urlopen(request) as response:
+            return response.status, json.load(response)
+    except urllib.error.HTTPError as error:
+        return error.code, json.load(error)
+
+
+def test_the_clock_can_be_paused_and_run_again(endpoint):
+    status, running = _post_clock(endpoint, b'{"time_scale": 1000}')
+    assert (status, running["time_scale"]) == (200, 1000)
+    time.sleep(0.05)
+    status, paused = _post_clock(endpoint, b'{"time_scale": 0}')
+    assert status == 200 and paused["now"] >= running["now"] + 40
+    time.sleep(0.05)
+    assert endpoint.advance(0)["now"] == paused["now"]  # paused: no time passes
+    status, moved = _post_clock(endpoint, b'{"time_scale": 0, "advance_seconds": 60}')
+    assert moved["now"] == pytest.approx(paused["now"] + 60)
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (b'{"time_scale": -2}', "time_scale must be >= 0, got -2"),
+        (b'{"time_scale": "fast"}', "could not convert string to float: 'fast'"),
+        (b'{"speed": 2}', "unknown fields: speed"),
+    ],
+    ids=["negative scale", "not a number", "unknown field"],
+)
+def test_a_bad_clock_change_is_refused_and_changes_nothing(endpoint, body, message):
+    before = endpoint.advance(0)
+    status, answer = _post_clock(endpoint, body)
+    assert status == 400
+    assert answer["message"].startswith('expected {"advance_seconds": <seconds >= 0>, ')
+    assert answer["message"].endswith(message)
+    assert endpoint.advance(0) == before
