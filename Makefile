@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/airflow-quota simulate
+	$(BIN)/airflow-quota demo $(if $(KEEP),--keep,)
 
 test: lint typecheck unit
 

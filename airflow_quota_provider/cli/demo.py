@@ -1,0 +1,112 @@
+"""``airflow-quota demo``: the example DAGs on a real Airflow and the local endpoint, narrated."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import shutil
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from airflow_quota_provider.demo.processes import Processes, ProcessFailed
+from airflow_quota_provider.demo.stack import Stack, StackSettings
+
+
+def add_parser(commands: Any) -> None:
+    parser: argparse.ArgumentParser = commands.add_parser(
+        "demo",
+        help="run the example DAGs on a local Airflow against the local AWS endpoint",
+        description="Start the local AWS endpoint with the example quota config at an "
+        "accelerated clock and a local Airflow (api-server, scheduler, dag-processor, "
+        "triggerer; LocalExecutor), trigger the example DAGs and tell what happens: who "
+        "borrows, who waits and why, who is preempted and resumes. Everything started is "
+        "stopped at the end (or on Ctrl-C).",
+    )
+    parser.add_argument("--dags-folder", type=Path, default=Path("dags"), metavar="DIR")
+    parser.add_argument(
+        "--config",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="quota config of the endpoint (default: quota.yaml in the dags folder)",
+    )
+    parser.add_argument("--workdir", type=Path, default=Path(".demo"), metavar="DIR")
+    parser.add_argument("--time-scale", type=float, default=120.0, metavar="N")
+    parser.add_argument(
+        "--database-url", default=None, help="Airflow's metadata DB (default: SQLite in workdir)"
+    )
+    parser.add_argument("--keep", action="store_true", help="stay up after the story, until Ctrl-C")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    config = args.config or args.dags_folder / "quota.yaml"
+    for path, what in ((args.dags_folder, "dags folder"), (config, "quota config")):
+        if not path.exists():
+            print(f"airflow-quota demo: the {what} {path} does not exist", file=sys.stderr)
+            return 1
+    if args.time_scale <= 0:
+        print("airflow-quota demo: --time-scale must be > 0", file=sys.stderr)
+        return 1
+    shutil.rmtree(args.workdir, ignore_errors=True)  # every run starts afresh
+    settings = StackSettings(
+        workdir=args.workdir.resolve(),
+        dags_folder=args.dags_folder.resolve(),
+        quota_config=config.resolve(),
+        time_scale=args.time_scale,
+        database_url=args.database_url,
+    )
+    with Processes(settings.workdir / "logs") as processes:
+        stack = Stack(settings, processes)
+        # This process is a client of the same deployment: same Airflow home, same endpoint.
+        os.environ.update(stack.env)
+        try:
+            return _play(stack, keep=args.keep)
+        except (ProcessFailed, TimeoutError, RuntimeError) as error:
+            print(f"airflow-quota demo failed: {error}", file=sys.stderr)
+            print(f"logs: {settings.workdir / 'logs'}", file=sys.stderr)
+            return 1
+
+
+def _play(stack: Stack, *, keep: bool) -> int:
+    from airflow_quota_provider.demo.narration import Narrator, NarratorThread
+    from airflow_quota_provider.demo.story import DAG_IDS, JOB_QUEUE, Story, summary_table
+    from airflow_quota_provider.hooks.batch import BatchQuotaHook
+
+    settings = stack.settings
+    print(f"starting the local AWS endpoint ({settings.time_scale:g}x) and Airflow in ...")
+    print(f"  {settings.workdir} (logs in {settings.workdir / 'logs'})")
+    stack.start(DAG_IDS)
+    print(f"Airflow is up at {stack.api_url}; the endpoint at {stack.emulator_url}")
+    logging.getLogger("airflow").setLevel(logging.WARNING)  # the narration is the output
+    hook = BatchQuotaHook(aws_conn_id="aws_default")
+    narrator = Narrator(hook, JOB_QUEUE, stack.now_millis, say=_say)
+    thread = NarratorThread(narrator)
+    thread.start()
+    try:
+        outcomes = Story(stack, narrator, say=_say).play()
+    finally:
+        thread.stop()
+    print()
+    print(summary_table(outcomes))
+    succeeded = all(outcome.state == "success" for outcome in outcomes)
+    if keep:
+        _stay_up(stack)
+    return 0 if succeeded else 1
+
+
+def _stay_up(stack: Stack) -> None:
+    settings = stack.settings
+    print()
+    print(f"Airflow UI:  {stack.api_url}  (login {settings.username} / {settings.password})")
+    print(f"GPU Quotas:  {stack.api_url}/quota/")
+    print(f"AWS endpoint: {stack.emulator_url}  (clock at {settings.time_scale:g}x)")
+    print("Everything stays up until Ctrl-C.")
+    signal.pause()
+
+
+def _say(line: str) -> None:
+    print(line, flush=True)

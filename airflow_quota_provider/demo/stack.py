@@ -1,0 +1,200 @@
+"""The local AWS endpoint and a real Airflow (api-server, scheduler, dag-processor, triggerer).
+
+Everything lives under one work folder: the endpoint's state file, Airflow's
+home, its SQLite metadata DB (unless a database URL is given) and one log
+file per process. The Airflow processes share one environment, built here,
+which points the ``aws_default`` connection at the endpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from airflow_quota_provider.demo.airflow_api import AirflowApi
+from airflow_quota_provider.demo.processes import Processes, wait_for
+
+AIRFLOW_COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
+
+
+@dataclass(frozen=True)
+class StackSettings:
+    """What to run and where.
+
+    :param workdir: the run's folder; created if missing.
+    :param dags_folder: the DAGs Airflow runs.
+    :param quota_config: the quota config the endpoint starts with.
+    :param time_scale: emulated seconds per real second on the endpoint.
+    :param database_url: Airflow's metadata DB; ``None`` = SQLite in ``workdir``.
+    :param poll_interval: seconds between the triggers' status checks.
+    :param api_port: the api-server's port; 0 picks a free one.
+    """
+
+    workdir: Path
+    dags_folder: Path
+    quota_config: Path
+    time_scale: float = 60.0
+    database_url: str | None = None
+    poll_interval: float = 2.0
+    api_port: int = 0
+    username: str = "admin"
+    password: str = "admin"
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+
+class Stack:
+    """Starts the endpoint and Airflow under :class:`Processes`, which stops them all."""
+
+    def __init__(self, settings: StackSettings, processes: Processes) -> None:
+        self.settings = settings
+        self.processes = processes
+        self.emulator_url = f"http://127.0.0.1:{_free_port()}"
+        self.api_url = f"http://127.0.0.1:{settings.api_port or _free_port()}"
+        self.api = AirflowApi(self.api_url, settings.username, settings.password)
+        self.env = self._airflow_env()
+
+    @property
+    def home(self) -> Path:
+        return self.settings.workdir / "airflow"
+
+    def start(self, dag_ids: tuple[str, ...] = ()) -> None:
+        """Start everything; return once the api-server answers and ``dag_ids`` are parsed."""
+        self.home.mkdir(parents=True, exist_ok=True)
+        self._start_emulator()
+        self._migrate()
+        (self.home / "passwords.json").write_text(
+            json.dumps({self.settings.username: self.settings.password})
+        )
+        for component in AIRFLOW_COMPONENTS:
+            self.start_component(component)
+        wait_for("the Airflow api-server", self.api.healthy, 180, self.processes)
+        for dag_id in dag_ids:
+            wait_for(f"DAG {dag_id} to be parsed", partial(self.api.has_dag, dag_id), 180)
+
+    def start_component(self, component: str) -> None:
+        command = [sys.executable, "-m", "airflow", component]
+        if component == "api-server":
+            command += ["--port", self.api_url.rsplit(":", 1)[1], "--host", "127.0.0.1"]
+        self.processes.start(component, command, self.env, cwd=self.settings.workdir)
+
+    def clock(self) -> dict[str, Any]:
+        """The endpoint's clock: ``now``, ``now_millis``, ``time_scale``."""
+        with urllib.request.urlopen(f"{self.emulator_url}/_emulator/clock", timeout=10) as answer:
+            result: dict[str, Any] = json.load(answer)
+        return result
+
+    def now_millis(self) -> int:
+        return int(self.clock()["now_millis"])
+
+    def set_time_scale(self, time_scale: float) -> None:
+        body = json.dumps({"time_scale": time_scale}).encode()
+        request = urllib.request.Request(
+            f"{self.emulator_url}/_emulator/clock", data=body, method="POST"
+        )
+        with urllib.request.urlopen(request, timeout=10):
+            pass
+
+    def _start_emulator(self) -> None:
+        port = self.emulator_url.rsplit(":", 1)[1]
+        state = self.settings.workdir / "emulator.sqlite"
+        command = [
+            sys.executable,
+            "-m",
+            "airflow_quota_provider.cli",
+            "emulator",
+            "--port",
+            port,
+            "--config",
+            str(self.settings.quota_config),
+            "--time-scale",
+            f"{self.settings.time_scale:g}",
+            "--state",
+            str(state),
+        ]
+        self.processes.start("emulator", command, self.env, cwd=self.settings.workdir)
+        wait_for("the local AWS endpoint", self._emulator_up, 60, self.processes, every=0.2)
+
+    def _emulator_up(self) -> bool:
+        try:
+            self.clock()
+        except OSError:
+            return False
+        return True
+
+    def _migrate(self) -> None:
+        log_path = self.settings.workdir / "logs" / "db-migrate.log"
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        with log_path.open("wb") as output:
+            done = subprocess.run(
+                [sys.executable, "-m", "airflow", "db", "migrate"],
+                env=self.env,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                check=False,
+            )
+        if done.returncode != 0:
+            tail = "\n".join(log_path.read_text(errors="replace").splitlines()[-20:])
+            raise RuntimeError(f"airflow db migrate failed (see {log_path}):\n{tail}")
+
+    def _airflow_env(self) -> dict[str, str]:
+        settings = self.settings
+        database = settings.database_url or f"sqlite:///{self.home / 'airflow.db'}"
+        endpoint = urllib.parse.quote(self.emulator_url, safe="")
+        env = {
+            key: value
+            for key, value in os.environ.items()
+            if not key.startswith(("AIRFLOW__", "AIRFLOW_CONN_", "AWS_"))
+        }
+        env.update(
+            {
+                "AIRFLOW_HOME": str(self.home),
+                "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+                "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": database,
+                "AIRFLOW__CORE__DAGS_FOLDER": str(settings.dags_folder),
+                "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+                "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
+                "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{self.api_url}/execution/",
+                "AIRFLOW__API__BASE_URL": self.api_url,
+                "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_urlsafe(32),
+                "AIRFLOW__CORE__FERNET_KEY": _fernet_key(),
+                "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{settings.username}:admin",
+                "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(
+                    self.home / "passwords.json"
+                ),
+                "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
+                "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "1",
+                "AIRFLOW__QUOTA_PROVIDER__POLL_INTERVAL": f"{settings.poll_interval:g}",
+                "AIRFLOW_CONN_AWS_DEFAULT": (
+                    f"aws://testing:testing@/?region_name=us-east-1&endpoint_url={endpoint}"
+                ),
+                "AWS_ENDPOINT_URL": self.emulator_url,
+                "AWS_ACCESS_KEY_ID": "testing",
+                "AWS_SECRET_ACCESS_KEY": "testing",
+                "AWS_DEFAULT_REGION": "us-east-1",
+                **settings.extra_env,
+            }
+        )
+        return env
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def _fernet_key() -> str:
+    from cryptography.fernet import Fernet
+
+    return Fernet.generate_key().decode()

@@ -1,0 +1,65 @@
+"""``airflow-quota demo`` (what ``make demo`` runs) end to end, as a user starts it.
+
+It starts the endpoint and a real Airflow on SQLite, plays the story, prints
+a summary and stops everything it started.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_demo_tells_the_story_and_leaves_nothing_behind(tmp_path: Path) -> None:
+    workdir = tmp_path / "demo"
+    command = [
+        sys.executable,
+        "-m",
+        "airflow_quota_provider.cli",
+        "demo",
+        "--workdir",
+        str(workdir),
+    ]
+    done = subprocess.run(
+        [*command, "--time-scale", "300"],
+        cwd=ROOT,
+        env={k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "AWS_"))},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    out = done.stdout
+    assert "share vision borrows 4 ml.p4d.24xlarge (uses 10, owns 6)" in out
+    assert "vision_pretrain-pretrain: Cross-share preemption triggered to reclaim" in out
+    assert "vision_pretrain-pretrain RUNNING -> RUNNABLE: NO_IDLE_CAPACITY" in out
+    assert "research_sweep-sweep: In-share preemption triggered by a higher priority" in out
+    summary = out[out.index("DAG  ") :].splitlines()
+    rows = {line.split()[0]: line.split()[1:5] for line in summary[1:] if line.strip()}
+    assert rows == {
+        "vision_pretrain": ["success", "SUCCEEDED", "2", "1"],
+        "research_sweep": ["success", "SUCCEEDED", "2", "1"],
+        "nlp_finetune": ["success", "SUCCEEDED", "1", "0"],
+        "research_release_eval": ["success", "SUCCEEDED", "1", "0"],
+    }
+    assert processes_of(workdir) == []
+
+
+def processes_of(workdir: Path) -> list[str]:
+    """Processes whose command line or environment names ``workdir`` (Airflow's home is in it)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            seen = (proc / "cmdline").read_bytes() + (proc / "environ").read_bytes()
+        except OSError:  # ended meanwhile, or not ours to read
+            continue
+        if str(workdir).encode() in seen:
+            found.append(f"{proc.name}: {(proc / 'cmdline').read_bytes()!r}")
+    return found

@@ -1,0 +1,133 @@
+"""``docker-compose.yaml`` and ``Dockerfile``, checked as far as a machine without Docker allows.
+
+No Docker engine runs here, so no image is built and no container started.
+What is checked: the file's structure, that every Airflow command and
+setting it uses exists in the installed Airflow, that the AWS connection
+points at the endpoint service, that the endpoint's command parses with our
+own CLI, that every mounted path exists, and, where a compose client is
+installed, that ``docker compose config`` accepts the file.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+AIRFLOW_SERVICES = {
+    "airflow-init": ["db", "migrate"],
+    "airflow-api-server": ["api-server"],
+    "airflow-scheduler": ["scheduler"],
+    "airflow-dag-processor": ["dag-processor"],
+    "airflow-triggerer": ["triggerer"],
+}
+
+
+@pytest.fixture(scope="module")
+def compose() -> dict[str, Any]:
+    loaded: dict[str, Any] = yaml.safe_load((ROOT / "docker-compose.yaml").read_text())
+    return loaded
+
+
+def test_the_services_are_the_deployment(compose: dict[str, Any]) -> None:
+    services = compose["services"]
+    assert set(services) == {"postgres", "aws-endpoint", *AIRFLOW_SERVICES}
+    for name, command in AIRFLOW_SERVICES.items():
+        assert services[name]["command"] == command
+        assert services[name]["build"] == "."
+        assert services[name]["volumes"][0] == "./dags:/opt/airflow/dags"
+    for name, service in services.items():
+        for needed in service.get("depends_on", {}):
+            assert needed in services, f"{name} depends on unknown service {needed}"
+    assert services["airflow-api-server"]["ports"] == ["8080:8080"]
+
+
+def test_airflow_commands_exist_in_the_installed_airflow() -> None:
+    from airflow.cli.cli_parser import get_parser
+
+    parser = get_parser()
+    for command in AIRFLOW_SERVICES.values():
+        parser.parse_args(command)
+
+
+def test_every_airflow_setting_is_a_known_option(compose: dict[str, Any]) -> None:
+    from airflow.configuration import conf
+
+    from airflow_quota_provider import get_provider_info
+
+    ours = get_provider_info()["config"]
+    env = compose["services"]["airflow-scheduler"]["environment"]
+    for key in env:
+        match = re.fullmatch(r"AIRFLOW__([A-Z_]+?)__([A-Z_]+)", key)
+        if match is None:
+            continue
+        section, option = match.group(1).lower(), match.group(2).lower()
+        described = conf.configuration_description.get(section) or ours.get(section) or {}
+        known = option in described.get("options", {})
+        assert known, f"{key}: [{section}] {option} is not an Airflow option"
+    assert env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"].endswith("@postgres/airflow")
+
+
+def test_the_aws_connection_points_at_the_endpoint_service(compose: dict[str, Any]) -> None:
+    from airflow.models.connection import Connection
+
+    env = compose["services"]["airflow-triggerer"]["environment"]
+    connection = Connection(conn_id="aws_default", uri=env["AIRFLOW_CONN_AWS_DEFAULT"])
+    assert connection.conn_type == "aws"
+    endpoint = compose["services"]["aws-endpoint"]
+    port = next(arg for arg in endpoint["command"] if arg.startswith("--port=")).split("=")[1]
+    assert connection.extra_dejson["endpoint_url"] == f"http://aws-endpoint:{port}"
+
+
+def test_the_endpoint_command_parses_and_its_config_is_valid(compose: dict[str, Any]) -> None:
+    from airflow_quota_provider.cli import build_parser
+    from airflow_quota_provider.config_file import load_config
+
+    command = compose["services"]["aws-endpoint"]["command"]
+    assert command[0] == "airflow-quota"
+    args = build_parser().parse_args(command[1:])
+    assert args.host == "0.0.0.0"
+    container_config = Path(args.config)
+    assert container_config == Path("/opt/airflow/dags/quota.yaml")
+    load_config(ROOT / "dags" / "quota.yaml")
+
+
+def test_mounted_files_exist_and_the_image_matches_the_package(compose: dict[str, Any]) -> None:
+    for service in compose["services"].values():
+        for volume in service.get("volumes", []):
+            source = volume.split(":")[0]
+            if source.startswith("./"):
+                assert (ROOT / source).exists(), volume
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    image = re.search(r"^FROM apache/airflow:(\d+)\.(\d+)\.\d+-python3\.11$", dockerfile, re.M)
+    assert image is not None
+    assert (int(image.group(1)), int(image.group(2))) >= (3, 3)
+
+
+def test_a_compose_client_accepts_the_file() -> None:
+    client = _compose_client()
+    if client is None:
+        pytest.skip("no docker compose client here: the file was checked without it")
+    done = subprocess.run(
+        [*client, "-f", str(ROOT / "docker-compose.yaml"), "config", "-q"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+
+
+def _compose_client() -> list[str] | None:
+    if shutil.which("docker-compose"):
+        return ["docker-compose"]
+    if shutil.which("docker"):
+        probe = subprocess.run(["docker", "compose", "version"], capture_output=True, check=False)
+        if probe.returncode == 0:
+            return ["docker", "compose"]
+    return None

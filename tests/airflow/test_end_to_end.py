@@ -1,0 +1,151 @@
+"""The example DAGs on real Airflow processes, the triggerer killed and restarted mid-run.
+
+An ``airflow api-server``, ``scheduler`` (LocalExecutor), ``dag-processor``
+and ``triggerer`` run as separate processes, with the metadata DB on the
+local PostgreSQL when one answers at 127.0.0.1:5432 (SQLite otherwise), and
+the local endpoint as a process of its own. The story of the demo plays; once
+three tasks are deferred the triggerer is SIGKILLed, the fourth DAG is
+triggered while it is down, and a new triggerer is started: every job must
+still be followed to its end, and none submitted twice.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from airflow_quota_provider.demo.narration import Narrator, NarratorThread
+from airflow_quota_provider.demo.processes import Processes
+from airflow_quota_provider.demo.stack import Stack, StackSettings
+from airflow_quota_provider.demo.story import (
+    DAG_IDS,
+    JOB_QUEUE,
+    NLP,
+    RELEASE,
+    SWEEP,
+    TASKS,
+    VISION,
+)
+from airflow_quota_provider.demo.story import Story as DemoStory
+from tests.emulator.conftest import list_all_jobs, make_client
+
+ROOT = Path(__file__).resolve().parents[2]
+POSTGRES = "postgresql+psycopg2://postgres@127.0.0.1:5432/{database}"
+
+
+def postgres_database() -> Iterator[str | None]:
+    """A fresh database on the local PostgreSQL, dropped afterwards; ``None`` if there is none."""
+    try:
+        import psycopg2
+    except ImportError:
+        print("psycopg2 is not installed: the end-to-end run uses SQLite")
+        yield None
+        return
+    try:
+        admin = psycopg2.connect(host="127.0.0.1", user="postgres", dbname="postgres")
+    except psycopg2.OperationalError as error:
+        print(f"no PostgreSQL at 127.0.0.1:5432 ({error}): the end-to-end run uses SQLite")
+        yield None
+        return
+    admin.autocommit = True
+    name = f"airflow_quota_e2e_{uuid.uuid4().hex[:8]}"
+    with admin.cursor() as cursor:
+        cursor.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield POSTGRES.format(database=name)
+    finally:
+        with admin.cursor() as cursor:
+            cursor.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.close()
+
+
+class Run:
+    def __init__(self, stack: Stack) -> None:
+        self.stack = stack
+        self.deferred_at_kill: dict[str, str] = {}
+        self.lines: list[str] = []
+
+    def between_acts(self, act: str) -> None:
+        if act == "in-share":
+            self.deferred_at_kill = {
+                task.dag_id: self.stack.api.task_states(task.dag_id, self.story.runs[task])[
+                    task.task_id
+                ]
+                for task in (VISION, SWEEP, NLP)
+            }
+            self.stack.processes.kill("triggerer")
+            self.lines.append("triggerer killed")
+        if act == "finish":
+            self.stack.processes.restart("triggerer")
+            self.lines.append("triggerer restarted")
+
+    story: DemoStory
+
+
+@pytest.fixture(scope="module")
+def played(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Run, list[Any], str]]:
+    workdir = tmp_path_factory.mktemp("end-to-end")
+    for database in postgres_database():
+        settings = StackSettings(
+            workdir=workdir,
+            dags_folder=ROOT / "dags",
+            quota_config=ROOT / "dags" / "quota.yaml",
+            time_scale=300,
+            database_url=database,
+            poll_interval=1,
+        )
+        with Processes(workdir / "logs") as processes, pytest.MonkeyPatch.context() as env:
+            stack = Stack(settings, processes)
+            for key in ("AIRFLOW_CONN_AWS_DEFAULT", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+                env.setenv(key, stack.env[key])
+            stack.start(DAG_IDS)
+            from airflow_quota_provider.hooks.batch import BatchQuotaHook
+
+            run = Run(stack)
+            narrator = Narrator(
+                BatchQuotaHook(aws_conn_id="aws_default"),
+                JOB_QUEUE,
+                stack.now_millis,
+                say=run.lines.append,
+            )
+            thread = NarratorThread(narrator)
+            thread.start()
+            run.story = DemoStory(
+                stack, narrator, say=run.lines.append, between_acts=run.between_acts
+            )
+            try:
+                outcomes = run.story.play()
+            finally:
+                thread.stop()
+            jobs = list_all_jobs(make_client(stack.emulator_url, "batch"), JOB_QUEUE)
+            yield run, [outcomes, jobs], "postgresql" if database else "sqlite"
+
+
+def test_every_run_succeeds_after_the_triggerer_was_killed(played) -> None:
+    run, (outcomes, _), database = played
+    print(f"metadata DB: {database}")
+    assert run.deferred_at_kill == {
+        "vision_pretrain": "deferred",
+        "research_sweep": "deferred",
+        "nlp_finetune": "deferred",
+    }
+    assert "triggerer killed" in run.lines and "triggerer restarted" in run.lines
+    assert {o.task.dag_id: o.state for o in outcomes} == dict.fromkeys(DAG_IDS, "success")
+    results = {o.task.dag_id: o.result for o in outcomes}
+    assert (results["vision_pretrain"]["attempts"], results["vision_pretrain"]["preemptions"]) == (
+        2,
+        1,
+    )
+    assert results["research_sweep"]["preemptions"] == 1
+    assert results["nlp_finetune"]["preemptions"] == 0
+    assert results[RELEASE.dag_id]["status"] == "SUCCEEDED"
+
+
+def test_no_job_was_submitted_twice(played) -> None:
+    _, (outcomes, jobs), _ = played
+    assert sorted(job["jobName"] for job in jobs) == sorted(task.job_name for task in TASKS)
+    assert {job["jobId"] for job in jobs} == {o.result["job_id"] for o in outcomes}
