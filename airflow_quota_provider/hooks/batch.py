@@ -70,7 +70,46 @@ class BatchQuotaHook(AwsBaseHook):
     def terminate_service_job(self, job_id: str, reason: str) -> None:
         self._call("terminate_service_job", jobId=job_id, reason=reason)
 
-    # -- queues, shares, environments ---------------------------------------------
+    # -- queues, shares, environments, scheduling policies ---------------------------
+    # create_* and update_* take the operation's own input (botocore's names) and
+    # return its answer; ``airflow-quota apply`` plans these calls from a config file.
+
+    def create_quota_share(self, **request: Any) -> dict[str, Any]:
+        return self._call("create_quota_share", **request)
+
+    def update_quota_share(self, **request: Any) -> dict[str, Any]:
+        return self._call("update_quota_share", **request)
+
+    def create_service_environment(self, **request: Any) -> dict[str, Any]:
+        return self._call("create_service_environment", **request)
+
+    def update_service_environment(self, **request: Any) -> dict[str, Any]:
+        return self._call("update_service_environment", **request)
+
+    def create_scheduling_policy(self, **request: Any) -> dict[str, Any]:
+        return self._call("create_scheduling_policy", **request)
+
+    def update_scheduling_policy(self, **request: Any) -> dict[str, Any]:
+        return self._call("update_scheduling_policy", **request)
+
+    def create_job_queue(self, **request: Any) -> dict[str, Any]:
+        return self._call("create_job_queue", **request)
+
+    def update_job_queue(self, **request: Any) -> dict[str, Any]:
+        return self._call("update_job_queue", **request)
+
+    def list_job_queues(self) -> list[dict[str, Any]]:
+        """Every job queue of the account and region (``DescribeJobQueues``, all pages)."""
+        return self._all_pages("describe_job_queues", "jobQueues")
+
+    def list_scheduling_policies(self) -> list[dict[str, Any]]:
+        """The ARN of every scheduling policy (``ListSchedulingPolicies``, all pages)."""
+        return self._all_pages("list_scheduling_policies", "schedulingPolicies")
+
+    def describe_scheduling_policies(self, *arns: str) -> list[dict[str, Any]]:
+        answer = self._call("describe_scheduling_policies", arns=list(arns))
+        policies: list[dict[str, Any]] = answer["schedulingPolicies"]
+        return policies
 
     def describe_quota_share(self, quota_share_arn: str) -> dict[str, Any]:
         return self._call("describe_quota_share", quotaShareArn=quota_share_arn)
@@ -86,6 +125,7 @@ class BatchQuotaHook(AwsBaseHook):
         return queues[0]
 
     def describe_service_environments(self, *environments: str) -> list[dict[str, Any]]:
+        """The named service environments (names or ARNs); all of them when none is named."""
         params = {"serviceEnvironments": list(environments)} if environments else {}
         return self._all_pages("describe_service_environments", "serviceEnvironments", **params)
 
