@@ -107,14 +107,16 @@ class NarratorThread(threading.Thread):
 
     def run(self) -> None:
         while not self._stopped.wait(self.interval):
-            with self.lock:
-                try:
-                    self.narrator.poll()
-                except Exception as error:  # a lost poll must not end the story
-                    self.narrator.say(f"(could not read the queue: {error})")
+            self._poll()
 
     def stop(self) -> None:
         self._stopped.set()
         self.join(timeout=30)
+        self._poll()  # the last word: every job's final state
+
+    def _poll(self) -> None:
         with self.lock:
-            self.narrator.poll()  # the last word: every job's final state
+            try:
+                self.narrator.poll()
+            except Exception as error:  # a lost poll must not end the story (or its teardown)
+                self.narrator.say(f"(could not read the queue: {error})")
