@@ -40,6 +40,14 @@ class AirflowApi:
     def post(self, path: str, body: dict[str, Any]) -> Any:
         return self._send("POST", path, body, self.token())
 
+    def patch(self, path: str, body: dict[str, Any]) -> Any:
+        return self._send("PATCH", path, body, self.token())
+
+    def set_task_state(self, dag_id: str, run_id: str, task_id: str, state: str) -> None:
+        """Mark a task instance ``state`` (``failed``, ``success``), as a user does in the UI."""
+        path = f"/api/v2/dags/{_quote(dag_id)}/dagRuns/{_quote(run_id)}/taskInstances/"
+        self.patch(path + _quote(task_id), {"new_state": state})
+
     def healthy(self) -> bool:
         try:
             self._send("GET", "/api/v2/monitor/health", None)

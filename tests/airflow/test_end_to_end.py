@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from airflow_quota_provider.demo.narration import Narrator, NarratorThread
-from airflow_quota_provider.demo.processes import Processes
+from airflow_quota_provider.demo.processes import Processes, wait_for
 from airflow_quota_provider.demo.stack import Stack, StackSettings
 from airflow_quota_provider.demo.story import (
     DAG_IDS,
@@ -31,6 +31,7 @@ from airflow_quota_provider.demo.story import (
     VISION,
 )
 from airflow_quota_provider.demo.story import Story as DemoStory
+from airflow_quota_provider.triggers.service_job import KILL_REASON
 from tests.emulator.conftest import list_all_jobs, make_client
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -149,3 +150,36 @@ def test_no_job_was_submitted_twice(played) -> None:
     _, (outcomes, jobs), _ = played
     assert sorted(job["jobName"] for job in jobs) == sorted(task.job_name for task in TASKS)
     assert {job["jobId"] for job in jobs} == {o.result["job_id"] for o in outcomes}
+
+
+def test_marking_a_deferred_task_failed_terminates_its_job(played) -> None:
+    """A user's "mark failed" reaches the trigger's on_kill, which terminates the service job.
+
+    Airflow calls on_kill only on a trigger a triggerer runs: the task is
+    marked failed once its trigger has written to the task's trigger log.
+    """
+    run, _, _ = played
+    stack = run.stack
+    stack.set_time_scale(0)  # the job must not end on its own meanwhile
+    run_id = stack.api.trigger(NLP.dag_id)
+    logs = stack.home / "logs" / f"dag_id={NLP.dag_id}" / f"run_id={run_id}"
+
+    def followed() -> bool:
+        return any("service job" in f.read_text() for f in logs.glob("*/*.log.trigger.*.log"))
+
+    wait_for("the trigger to follow the job", followed, 120, stack.processes)
+    batch = make_client(stack.emulator_url, "batch")
+    (job,) = [
+        j
+        for j in list_all_jobs(batch, JOB_QUEUE)
+        if j["jobName"] == NLP.job_name and j["status"] not in ("SUCCEEDED", "FAILED")
+    ]
+    stack.api.set_task_state(NLP.dag_id, run_id, NLP.task_id, "failed")
+    stack.set_time_scale(stack.settings.time_scale)  # stopping a training job takes time
+
+    def terminated() -> bool:
+        return batch.describe_service_job(jobId=job["jobId"])["status"] == "FAILED"
+
+    wait_for("the service job to be terminated", terminated, 60, stack.processes)
+    reason = batch.describe_service_job(jobId=job["jobId"])["statusReason"]
+    assert KILL_REASON in reason
