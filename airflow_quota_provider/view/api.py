@@ -8,7 +8,10 @@ cookie), so an anonymous request gets 401. Airflow mounts plugin apps with
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
+import threading
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from importlib import resources
 from typing import Annotated, Any, Literal, TypeVar
@@ -33,6 +36,7 @@ API = "/api/v1"
 STATIC = {"app.js": "text/javascript", "app.css": "text/css"}
 JobState = Literal["waiting", "running", "all"]
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -49,11 +53,31 @@ class QueueOverview:
     running: int
 
 
-def create_app(backend: Callable[[], QuotaBackend], authenticate: Callable[..., Any]) -> FastAPI:
+def create_app(
+    backend: Callable[[], QuotaBackend],
+    authenticate: Callable[..., Any],
+    sample_every: float = 0,
+) -> FastAPI:
     """The app; ``authenticate`` is a dependency of every route. ``backend`` is called on
     first use and its result kept in ``app.state.backend`` (set it to ``None`` to make
-    a new one)."""
+    a new one). With ``sample_every`` > 0, while the app runs every queue is read that
+    often (which sets the metrics' gauges) whether or not anyone looks."""
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        stop = threading.Event()
+        sampler = threading.Thread(
+            target=_sample, args=(data, sample_every, stop), name="gpu-quotas-sampler", daemon=True
+        )
+        if sample_every > 0:
+            sampler.start()
+        yield
+        stop.set()
+        if sampler.is_alive():
+            sampler.join(timeout=10)
+
     app = FastAPI(
+        lifespan=lifespan,
         title="GPU Quotas",
         description="Quota shares of AWS Batch job queues: capacity, borrowing, waiting jobs "
         "and why, preemptions. Authenticate as for Airflow's API (a bearer JWT from "
@@ -149,6 +173,16 @@ def _api(router: APIRouter, data: Callable[[], QuotaBackend]) -> None:
     @router.get(f"{API}/jobs/{{job_id}}", summary="Why a job waits", tags=["GPU Quotas"])
     def job(job_id: str) -> Explanation:
         return _answer(lambda: data().explain(job_id))
+
+
+def _sample(data: Callable[[], QuotaBackend], every: float, stop: threading.Event) -> None:
+    while not stop.wait(every):
+        try:
+            backend = data()
+            for queue in backend.queues():
+                backend.queue(queue.name)
+        except Exception:  # the next round may succeed; a sampler never stops the server
+            log.warning("GPU Quotas: reading the job queues failed", exc_info=True)
 
 
 def _answer(call: Callable[[], T]) -> T:

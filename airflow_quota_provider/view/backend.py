@@ -28,6 +28,7 @@ from airflow_quota_provider.exceptions import UnknownJob, UnknownQueue
 from airflow_quota_provider.hooks.batch import TERMINAL_STATUSES, BatchQuotaHook
 from airflow_quota_provider.hooks.usage import HOLDING_STATUSES, queue_config_from_aws
 from airflow_quota_provider.links.batch_quota import ServiceJobLink
+from airflow_quota_provider.metrics import emit_gauges
 from airflow_quota_provider.sync.errors import AwsCallFailed
 from airflow_quota_provider.sync.errors import aws_call as _aws
 from airflow_quota_provider.view.events import preemption_events
@@ -182,6 +183,7 @@ class BatchBackend:
             buckets=self.buckets,
         )
         view = build(reading, self._console_url)
+        emit_gauges(view)
         return _Entry(self._clock() + self.ttl, view, jobs)
 
     def _jobs(

@@ -4,7 +4,9 @@ Registered through the ``airflow.plugins`` entry point, so installing the
 package is all it takes. Settings (``[quota_provider]``): ``view_aws_conn_id``
 (default ``aws_default``; a missing connection means boto3's usual
 environment, e.g. ``AWS_ENDPOINT_URL``), ``view_region_name`` and
-``view_cache_seconds`` (default 15).
+``view_cache_seconds`` (default 15) and ``view_sample_seconds`` (default 60; how
+often the api-server reads every queue, setting the metrics' gauges; 0 = only when
+someone looks).
 """
 
 from __future__ import annotations
@@ -35,7 +37,11 @@ class QuotaViewPlugin(AirflowPlugin):
     name = "gpu_quotas"
     fastapi_apps = [  # noqa: RUF012 - AirflowPlugin declares these as plain lists
         {
-            "app": create_app(backend_from_config, get_user),
+            "app": create_app(
+                backend_from_config,
+                get_user,
+                sample_every=conf.getfloat(SECTION, "view_sample_seconds", fallback=60.0),
+            ),
             "url_prefix": URL_PREFIX,
             "name": "GPU Quotas",
         }

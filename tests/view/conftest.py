@@ -14,7 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.airflow.conftest import airflow_db, aws_env, endpoint  # noqa: F401 - fixtures used here
+from tests.airflow.conftest import (  # noqa: F401 - fixtures used here
+    airflow_db,
+    aws_env,
+    endpoint,
+    running_endpoint,
+)
 
 USER, PASSWORD = "quota-admin", "quota-secret"
 _PASSWORDS = Path(os.environ["AIRFLOW_HOME"]) / "quota-view-passwords.json"
