@@ -135,6 +135,8 @@ class PreemptionEvent:
     training_job: str
     task: TaskLink | None
     console_url: str
+    preemptor_name: str | None = None
+    preemptor_share: str | None = None
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ victims come from :mod:`~airflow_quota_provider.view.victims`.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from airflow_quota_provider.core.model import QueueConfig
@@ -26,6 +26,7 @@ from airflow_quota_provider.view.jobs import (
 from airflow_quota_provider.view.model import (
     JobView,
     NextVictim,
+    PreemptionEvent,
     QueueView,
     ShareUnit,
     ShareView,
@@ -82,7 +83,11 @@ def build(reading: AwsReading, console_url: ConsoleUrl) -> QueueView:
     running = sorted(
         (view(j) for j in holding), key=lambda v: (v.share, -(v.priority or 0), v.started_at or 0)
     )
-    events = [e for j in reading.jobs.values() for e in preemption_events(j, console_url)]
+    events = [
+        _with_preemptor(e, reading.jobs)
+        for j in reading.jobs.values()
+        for e in preemption_events(j, console_url)
+    ]
     events.sort(key=lambda e: e.stopped_at, reverse=True)
     return QueueView(
         name=str(reading.queue["jobQueueName"]),
@@ -95,6 +100,17 @@ def build(reading: AwsReading, console_url: ConsoleUrl) -> QueueView:
         running=running,
         events=events,
         utilization=utilization(reading.jobs.values(), reading.now, reading.hours, reading.buckets),
+    )
+
+
+def _with_preemptor(
+    event: PreemptionEvent, jobs: Mapping[str, Mapping[str, Any]]
+) -> PreemptionEvent:
+    found = jobs.get(event.preemptor or "")
+    if found is None:
+        return event
+    return replace(
+        event, preemptor_name=found.get("jobName"), preemptor_share=found.get("quotaShareName")
     )
 
 

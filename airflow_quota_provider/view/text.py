@@ -127,7 +127,7 @@ def event_lines(events: Sequence[PreemptionEvent], style: Style) -> list[str]:
             f"{e.name} ({e.job_id})",
             e.share,
             style.alert(e.kind or "-"),
-            e.preemptor or "unknown",
+            f"{e.preemptor_name} ({e.preemptor})" if e.preemptor_name else e.preemptor or "unknown",
             lost(e),
             e.reason,
         ]

@@ -158,6 +158,7 @@ def test_preemption_events(authed: TestClient, story: Story) -> None:
         "RECLAIM",
         story.n1,
     )
+    assert (event["preemptor_name"], event["preemptor_share"]) == ("n1", "nlp")
     assert event["checkpointed"] is True
     ran = (event["stopped_at"] - event["started_at"]) / 1000
     assert event["work_lost"] == pytest.approx((ran % 250) * 2)

@@ -82,7 +82,7 @@ def test_events_lists_who_by_whom_why(story: Story) -> None:
     assert done.returncode == 0, done.stderr
     header, row = done.stdout.splitlines()
     assert header.split()[:5] == ["WHEN", "JOB", "SHARE", "KIND", "BY"]
-    assert f"v2 ({story.v2})" in row and f"RECLAIM  {story.n1}" in row
+    assert f"v2 ({story.v2})" in row and f"RECLAIM  n1 ({story.n1})" in row
 
 
 def test_unknown_queue_and_job_exit_1_saying_what_exists(story: Story) -> None:

@@ -2,7 +2,8 @@
 // through textContent or an attribute set by the DOM API, never through innerHTML.
 "use strict";
 const API = "api/v1/";
-const REFRESH_MS = 15000;
+// ?refresh=SECONDS (at least 2) changes how often the page reads again; default 15.
+const REFRESH_MS = 1000 * Math.max(2, Number(new URLSearchParams(window.location.search).get("refresh")) || 15);
 const AIRFLOW_BASE = new URL("../", window.location.href);
 const $ = (id) => document.getElementById(id);
 
@@ -109,7 +110,7 @@ function drawJobs(waiting, running) {
 function drawEvents(events) {
   fill("events", events, (e) => [
     el("td", {}, when(e.stopped_at)), jobCell({ ...e, name: e.name }), el("td", {}, e.share),
-    el("td", {}, e.kind ? el("span", { class: "badge bad" }, e.kind) : "-"), el("td", {}, e.preemptor || "unknown"),
+    el("td", {}, e.kind ? el("span", { class: "badge bad" }, e.kind) : "-"), el("td", { title: e.preemptor || "" }, e.preemptor_name ? `${e.preemptor_name} (${e.preemptor_share})` : e.preemptor || "unknown"),
     el("td", {}, `${(e.work_lost / 3600).toFixed(2)} instance-h` + (e.checkpointed ? "" : " (no checkpoint)")),
     el("td", { class: "reason" }, e.reason)]);
 }
