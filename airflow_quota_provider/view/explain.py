@@ -12,8 +12,8 @@ def explain(job: JobView, view: QueueView, preemptions: list[PreemptionEvent]) -
 
 def _summary(job: JobView, view: QueueView) -> str:
     wants = instances(job.demand)
+    why = ": ".join(part for part in (job.reason_code, job.reason) if part)
     if job.status == "RUNNABLE":
-        why = f"{job.reason_code}: {job.reason}" if job.reason_code else job.reason
         return (
             f"{job.job_id} waits for {wants} in share {job.share}: {why or 'no reason given yet'}"
         )
@@ -22,8 +22,7 @@ def _summary(job: JobView, view: QueueView) -> str:
             return f"{job.job_id} is being preempted: {job.reason}"
         borrowing = ", borrowing" if job.borrowing else ""
         return f"{job.job_id} is {job.status} with {wants} in share {job.share}{borrowing}"
-    reason = f": {job.reason_code + ': ' if job.reason_code else ''}{job.reason or ''}"
-    return f"{job.job_id} ended {job.status}{reason.rstrip(': ') and reason}"
+    return f"{job.job_id} {job.status}" + (f": {why}" if why else "")
 
 
 def _details(job: JobView, view: QueueView) -> list[str]:

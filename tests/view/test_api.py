@@ -236,3 +236,15 @@ def test_openapi_documents_the_api(authed: TestClient) -> None:
         "/api/v1/jobs/{job_id}",
     }
     assert "JobView" in schema["components"]["schemas"]
+
+
+def test_a_failed_aws_call_is_a_502_naming_it(
+    authed: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
+    answer = authed.get("/quota/api/v1/queues")
+    assert answer.status_code == 502
+    assert answer.json()["detail"].startswith(
+        "DescribeJobQueues failed (EndpointConnectionError): Could not connect"
+    )

@@ -110,3 +110,20 @@ def test_the_app_reads_every_queue_while_it_runs(statsd: StatsdListener, story: 
             pass
     assert wanted in statsd.lines
     assert app.state.backend is not None
+
+
+@pytest.mark.usefixtures("aws_env")
+def test_a_failing_read_is_logged_and_the_next_round_tried(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from airflow.api_fastapi.core_api.security import get_user
+
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
+    app = create_app(backend_from_config, get_user, sample_every=0.1)
+    message = "GPU Quotas: reading the job queues failed"
+    with TestClient(app), caplog.at_level("WARNING"):
+        deadline = time.monotonic() + 20
+        while caplog.text.count(message) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+    assert caplog.text.count(message) >= 2
