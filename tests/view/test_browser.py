@@ -108,6 +108,8 @@ def browser() -> Iterator[Any]:
 def test_a_person_sees_borrowing_waiting_and_preemption(
     browser: Any, api_server: str, story: Story, endpoint: Endpoint
 ) -> None:
+    from playwright.sync_api import expect
+
     context = browser.new_context(viewport={"width": 1280, "height": 1500})
     page = context.new_page()
     page.goto(f"{api_server}/")
@@ -146,11 +148,23 @@ def test_a_person_sees_borrowing_waiting_and_preemption(
     assert "reclaims it for job" in event
 
     view.get_by_role("link", name="v2").first.click()
-    assert "waits for 2" in view.locator("#explain-summary").inner_text()
+    expect(view.locator("#explain-summary")).to_contain_text(f"waits for 2 {P4D}")
     page.evaluate("window.scrollTo(0, 0)")
     SCREENSHOT.parent.mkdir(exist_ok=True)
     view.locator("h1").scroll_into_view_if_needed()
     page.screenshot(path=str(SCREENSHOT))
+
+    # links leave the sandboxed frame: the console in a new window, the task in Airflow
+    context.route(
+        "https://console.aws.amazon.com/**",
+        lambda route: route.fulfill(body="the AWS console", content_type="text/plain"),
+    )
+    with context.expect_page() as opened:
+        waiting.first.get_by_title("AWS console").click()
+    opened.value.wait_for_load_state()
+    assert opened.value.url.endswith(f"#service-jobs/detail/{story.v2}")
+    task.click()
+    page.wait_for_url(f"{api_server}/dags/nlp_%3Cfinetune%3E/runs/**/tasks/train")
 
 
 def test_it_fits_a_phone_and_refreshes_itself(

@@ -7,6 +7,29 @@ const REFRESH_MS = 1000 * Math.max(2, Number(new URLSearchParams(window.location
 const AIRFLOW_BASE = new URL("../", window.location.href);
 const $ = (id) => document.getElementById(id);
 
+// In Airflow's navigation this page runs in a sandboxed iframe that may neither open
+// windows nor navigate the top window. Being of the same origin, it asks the Airflow
+// window to do both: open the AWS console, and route to a task instance.
+const AIRFLOW_WINDOW = (() => {
+  try {
+    return window.top !== window && window.top.location.origin === window.location.origin ? window.top : null;
+  } catch (error) { return null; }
+})();
+
+function openConsole(event) {
+  if (!AIRFLOW_WINDOW) return;
+  event.preventDefault();
+  AIRFLOW_WINDOW.open(event.currentTarget.href, "_blank", "noopener,noreferrer");
+}
+
+function openInAirflow(event) {
+  if (!AIRFLOW_WINDOW) return;
+  event.preventDefault();
+  const url = new URL(event.currentTarget.href);
+  AIRFLOW_WINDOW.history.pushState(null, "", url.pathname + url.search + url.hash);
+  AIRFLOW_WINDOW.dispatchEvent(new PopStateEvent("popstate", { state: null }));
+}
+
 function el(tag, attrs, ...children) {
   const node = document.createElement(tag);
   for (const [key, value] of Object.entries(attrs || {})) {
@@ -40,6 +63,7 @@ const when = (ms) => new Date(ms).toISOString().replace("T", " ").slice(0, 19) +
 
 function jobCell(job) {
   const console = el("a", { href: job.console_url, target: "_blank", rel: "noopener noreferrer", title: "AWS console" }, "↗");
+  console.addEventListener("click", openConsole);
   const name = el("a", { class: "job", href: "#", "data-job": job.job_id, title: job.job_id }, job.name || job.job_id);
   name.addEventListener("click", (event) => { event.preventDefault(); explain(job.job_id); });
   return el("td", {}, name, " ", console);
@@ -49,7 +73,9 @@ function taskCell(task) {
   if (!task) return el("td", {}, "-");
   const href = new URL(task.path, AIRFLOW_BASE).toString();
   const label = `${task.dag_id}.${task.task_id}` + (task.map_index >= 0 ? `[${task.map_index}]` : "");
-  return el("td", {}, el("a", { href, target: "_top", title: task.run_id }, label));
+  const link = el("a", { href, target: "_top", title: task.run_id }, label);
+  link.addEventListener("click", openInAirflow);
+  return el("td", {}, link);
 }
 
 function fill(tableId, rows, columns) {
