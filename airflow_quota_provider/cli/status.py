@@ -73,7 +73,7 @@ def run_status(args: argparse.Namespace) -> int:
     def show(backend: QuotaBackend) -> Shown:
         views = [backend.queue(name) for name in _queue_names(backend, args.job_queue)]
         lines = [line for view in views for line in [*status_lines(view, _style()), ""]]
-        return [asdict(v) for v in views], lines[:-1]
+        return [asdict(v) for v in views], lines[:-1] or ["no SageMaker training job queues"]
 
     return _run(args, show)
 

@@ -14,30 +14,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.airflow.conftest import (  # noqa: F401 - fixtures used here
     airflow_db,
     aws_env,
     endpoint,
     running_endpoint,
 )
+from tests.emulator.conftest import (  # noqa: F401 - bare_endpoint is a fixture
+    G5,
+    Endpoint,
+    bare_endpoint,
+    submit,
+    training_payload,
+)
 
 USER, PASSWORD = "quota-admin", "quota-secret"
-_PASSWORDS = Path(os.environ["AIRFLOW_HOME"]) / "quota-view-passwords.json"
-_PASSWORDS.write_text(json.dumps({USER: PASSWORD}))
-for _name, _value in {
-    "AIRFLOW__CORE__AUTH_MANAGER": (
-        "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager"
-    ),
-    "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{USER}:admin",
-    "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(_PASSWORDS),
-    "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "False",
-    "AIRFLOW__API_AUTH__JWT_SECRET": "quota-view-tests-" + "0123456789abcdef" * 4,
-}.items():
-    os.environ[_name] = _value
-
-import pytest  # noqa: E402
-
-from tests.emulator.conftest import G5, Endpoint, submit, training_payload  # noqa: E402
 
 TASK_TAGS = {
     "airflow:dag_id": "nlp_<finetune>",
@@ -90,7 +83,26 @@ def story(endpoint: Endpoint) -> Story:  # noqa: F811 - the fixture imported abo
 
 
 @pytest.fixture(scope="session")
-def api_app(airflow_db: None) -> Iterator[object]:  # noqa: F811
+def airflow_auth(airflow_db: None) -> Iterator[None]:  # noqa: F811
+    """SimpleAuthManager with one known user, for this session (and the processes it starts)."""
+    passwords = Path(os.environ["AIRFLOW_HOME"]) / "quota-view-passwords.json"
+    passwords.write_text(json.dumps({USER: PASSWORD}))
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in {
+            "AIRFLOW__CORE__AUTH_MANAGER": (
+                "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager"
+            ),
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{USER}:admin",
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(passwords),
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "False",
+            "AIRFLOW__API_AUTH__JWT_SECRET": "quota-view-tests-" + "0123456789abcdef" * 4,
+        }.items():
+            patch.setenv(name, value)
+        yield
+
+
+@pytest.fixture(scope="session")
+def api_app(airflow_auth: None) -> Iterator[object]:
     """Airflow's API server app (core and auth), plugins loaded from their entry points."""
     from airflow.api_fastapi.app import create_app, purge_cached_app
 

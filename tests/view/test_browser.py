@@ -55,7 +55,7 @@ def free_port() -> int:
 
 
 @pytest.fixture
-def api_server(airflow_db: None, story: Story, tmp_path: Path) -> Iterator[str]:
+def api_server(airflow_auth: None, story: Story, tmp_path: Path) -> Iterator[str]:
     """``airflow api-server`` as deployed, reading the populated endpoint; its base URL."""
     port = free_port()
     env = {**os.environ, "AIRFLOW__QUOTA_PROVIDER__VIEW_CACHE_SECONDS": "1"}

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from tests.emulator.conftest import G5, P4D, QUEUE
+from tests.emulator.conftest import G5, P4D, QUEUE, Endpoint
 from tests.view.conftest import Story
 
 pytestmark = pytest.mark.usefixtures("aws_env")
@@ -100,3 +100,8 @@ def test_an_unreachable_endpoint_is_an_error_not_a_trace(story: Story) -> None:
     done = run("status", env={"AWS_ENDPOINT_URL": "http://127.0.0.1:9", "AWS_MAX_ATTEMPTS": "1"})
     assert done.returncode == 1
     assert done.stderr.startswith("error: DescribeJobQueues failed (EndpointConnectionError): ")
+
+
+def test_status_without_queues_says_so(bare_endpoint: Endpoint) -> None:
+    done = run("status", env={"AWS_ENDPOINT_URL": bare_endpoint.url})
+    assert (done.returncode, done.stdout) == (0, "no SageMaker training job queues\n")
