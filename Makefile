@@ -34,3 +34,12 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
+
+# The browser test drives Debian's chromium; as root, install it when it is missing.
+.PHONY: chromium
+unit: chromium
+chromium:
+	@if [ ! -x /usr/bin/chromium ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		apt-get install -y -q chromium chromium-driver \
+		|| (apt-get update -q && apt-get install -y -q chromium chromium-driver); \
+	fi

@@ -58,6 +58,40 @@ def get_provider_info() -> dict[str, Any]:
                         "example": "60",
                         "default": "30",
                     },
+                    "view_aws_conn_id": {
+                        "description": (
+                            "AWS connection the GPU Quotas view reads AWS Batch with; if it "
+                            "does not exist, boto3's usual environment is used."
+                        ),
+                        "version_added": "0.1.0",
+                        "type": "string",
+                        "example": "aws_quota",
+                        "default": "aws_default",
+                    },
+                    "view_region_name": {
+                        "description": "AWS region of the GPU Quotas view; empty: the connection's",
+                        "version_added": "0.1.0",
+                        "type": "string",
+                        "example": "us-east-1",
+                        "default": "",
+                    },
+                    "view_cache_seconds": {
+                        "description": "Seconds the GPU Quotas view reuses what it read of a queue",
+                        "version_added": "0.1.0",
+                        "type": "float",
+                        "example": "30",
+                        "default": "15",
+                    },
+                    "view_sample_seconds": {
+                        "description": (
+                            "How often the api-server reads every job queue, setting the "
+                            "quota_provider.share.* gauges; 0: only when someone looks."
+                        ),
+                        "version_added": "0.1.0",
+                        "type": "float",
+                        "example": "300",
+                        "default": "60",
+                    },
                 },
             }
         },

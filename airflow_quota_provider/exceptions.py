@@ -15,6 +15,9 @@
         │   └── PreemptionRetriesExhausted  FAILED after its last allowed preemption
         ├── ServiceJobPreempted     preempted while the task asked to stop at a preemption
         └── ServiceJobTimeout       still not finished after the task's wait limit
+    ViewError                       the GPU Quotas view or ``airflow-quota status`` cannot answer
+    ├── UnknownQueue(LookupError)   no such job queue; .job_queue, .known
+    └── UnknownJob(LookupError)     no such service job; .job_id
 """
 
 from __future__ import annotations
@@ -154,3 +157,23 @@ class ServiceJobPreempted(ServiceJobError):
 
 class ServiceJobTimeout(ServiceJobError):
     """The service job had not finished when the task's wait limit ran out."""
+
+
+class ViewError(QuotaError):
+    """The GPU Quotas view (or ``airflow-quota status``) cannot answer."""
+
+
+class UnknownQueue(ViewError, LookupError):
+    """No job queue of that name; ``known`` lists the queues there are."""
+
+    def __init__(self, job_queue: str, known: Sequence[str]) -> None:
+        self.job_queue = job_queue
+        self.known = tuple(known)
+        listed = ", ".join(self.known) or "none"
+        super().__init__(f"job queue {job_queue!r} does not exist; the job queues are: {listed}")
+
+
+class UnknownJob(ViewError, LookupError):
+    def __init__(self, job_id: str) -> None:
+        self.job_id = job_id
+        super().__init__(f"service job {job_id!r} does not exist")

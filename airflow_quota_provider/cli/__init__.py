@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from airflow_quota_provider.cli import demo, emulator, simulate, sync, validate
+from airflow_quota_provider.cli import demo, emulator, simulate, status, sync, validate
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -15,7 +15,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Share GPU capacity between teams through AWS Batch quota shares.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (validate, simulate, emulator, sync, demo):
+    for module in (validate, simulate, emulator, sync, status, demo):
         module.add_parser(commands)
     return parser
 

@@ -9,6 +9,7 @@ from airflow.providers.amazon.aws.operators.base_aws import AwsBaseOperator
 from airflow.providers.amazon.aws.utils.mixins import aws_template_fields
 from airflow.sdk import conf
 
+from airflow_quota_provider import metrics
 from airflow_quota_provider.exceptions import (
     PreemptionRetriesExhausted,
     ServiceJobFailed,
@@ -184,6 +185,7 @@ class QuotaTrainingOperator(AwsBaseOperator[BatchQuotaHook]):
             config, self.quota_share, self.training_config, self.priority, request["jobName"]
         )
         answer = self.hook.submit_service_job(**request)
+        metrics.count("submissions", self.job_queue, self.quota_share)
         self.log.info(
             "submitted service job %s (%s) to share %s of %s at priority %s; clientToken %s",
             answer["jobId"],
@@ -221,6 +223,9 @@ class QuotaTrainingOperator(AwsBaseOperator[BatchQuotaHook]):
                 training_job_name=arns[-1].rsplit("/", 1)[-1],
             )
         result = {**_pick(event), "status": event["job_status"]}
+        metrics.count("preemptions", self.job_queue, self.quota_share, by=event["preemptions"])
+        if event["status"] == "failed":
+            metrics.count("failures", self.job_queue, self.quota_share)
         if event["status"] == "success":
             self.log.info("service job %s SUCCEEDED: %s", event["job_id"], result)
             return result

@@ -1,0 +1,132 @@
+"""``airflow-quota status``, ``explain JOB_ID`` and ``events``: the GPU Quotas view in a terminal.
+
+They read through the same backend as the view (AWS Batch). Connection:
+``--aws-conn-id`` (an Airflow connection) or the usual AWS environment
+(``AWS_ENDPOINT_URL``, region, credentials), with a ``--region`` override.
+Exit codes: 0 done, 1 an unknown queue or job, or a failed AWS call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
+
+from airflow_quota_provider.exceptions import ViewError
+from airflow_quota_provider.sync.errors import AwsCallFailed
+
+if TYPE_CHECKING:
+    from airflow_quota_provider.view.backend import QuotaBackend
+    from airflow_quota_provider.view.text import Style
+
+EXIT_OK, EXIT_ERROR = 0, 1
+Shown = tuple[Any, list[str]]
+
+
+def add_parser(commands: Any) -> None:
+    status = commands.add_parser(
+        "status",
+        help="show each share's capacity, borrowing, lending, waiting and running jobs",
+        description="Per job queue and share: what it owns, uses, borrows, lends and leaves "
+        "idle per instance type; its waiting jobs in dispatch order with the reason; its "
+        "running jobs, which borrow, and which a reclaim would preempt next.",
+    )
+    status.add_argument("--job-queue", help="only this job queue (name or ARN); default all")
+    _common(status)
+    status.set_defaults(handler=run_status)
+    explain = commands.add_parser(
+        "explain",
+        help="why a job waits (with the numbers) or why it was preempted",
+        description="Explain one service job: why it waits, what it holds, whether a "
+        "reclaim would take it next, and each time it was preempted.",
+    )
+    explain.add_argument("job_id", metavar="JOB_ID", help="the service job's id")
+    _common(explain)
+    explain.set_defaults(handler=run_explain)
+    events = commands.add_parser(
+        "events",
+        help="recent preemptions: who, by whom, why, work lost",
+        description="Preempted attempts of the last hours, newest first.",
+    )
+    events.add_argument("--job-queue", help="only this job queue (name or ARN); default all")
+    _common(events)
+    events.set_defaults(handler=run_events)
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print JSON for scripts")
+    parser.add_argument(
+        "--aws-conn-id",
+        help="Airflow connection to use; without it, the usual AWS environment "
+        "(AWS_ENDPOINT_URL, AWS_REGION, credentials)",
+    )
+    parser.add_argument("--region", help="AWS region, overriding the environment or connection")
+
+
+def run_status(args: argparse.Namespace) -> int:
+    from airflow_quota_provider.view.text import status_lines
+
+    def show(backend: QuotaBackend) -> Shown:
+        views = [backend.queue(name) for name in _queue_names(backend, args.job_queue)]
+        lines = [line for view in views for line in [*status_lines(view, _style()), ""]]
+        return [asdict(v) for v in views], lines[:-1] or ["no SageMaker training job queues"]
+
+    return _run(args, show)
+
+
+def run_explain(args: argparse.Namespace) -> int:
+    from airflow_quota_provider.view.text import explanation_lines
+
+    def show(backend: QuotaBackend) -> Shown:
+        found = backend.explain(args.job_id)
+        return asdict(found), explanation_lines(found, _style())
+
+    return _run(args, show)
+
+
+def run_events(args: argparse.Namespace) -> int:
+    from airflow_quota_provider.view.text import event_lines
+
+    def show(backend: QuotaBackend) -> Shown:
+        views = [backend.queue(name) for name in _queue_names(backend, args.job_queue)]
+        events = sorted((e for v in views for e in v.events), key=lambda e: -e.stopped_at)
+        return [asdict(e) for e in events], event_lines(events, _style())
+
+    return _run(args, show)
+
+
+def _run(args: argparse.Namespace, show: Callable[[QuotaBackend], Shown]) -> int:
+    try:
+        data, lines = show(_backend(args))
+    except (ViewError, AwsCallFailed) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_ERROR
+    print(json.dumps(data, indent=2) if args.json else "\n".join(lines))
+    return EXIT_OK
+
+
+def _queue_names(backend: QuotaBackend, wanted: str | None) -> list[str]:
+    return [wanted] if wanted else [queue.name for queue in backend.queues()]
+
+
+def _backend(args: argparse.Namespace) -> QuotaBackend:
+    # Airflow logs its progress (connections, credentials) to stdout at INFO, which would
+    # mix with the table or the JSON; a level the user set is kept.
+    os.environ.setdefault("AIRFLOW__LOGGING__LOGGING_LEVEL", "WARNING")
+    # Imported here: loading Airflow takes seconds, and only these commands need it.
+    from airflow_quota_provider.hooks.batch import BatchQuotaHook
+    from airflow_quota_provider.view.backend import BatchBackend
+
+    # botocore reads AWS_DEFAULT_REGION by itself but not AWS_REGION, which other SDKs use.
+    region = args.region or os.environ.get("AWS_REGION") or None
+    return BatchBackend(BatchQuotaHook(aws_conn_id=args.aws_conn_id, region_name=region))
+
+
+def _style() -> Style:
+    from airflow_quota_provider.view.text import Style
+
+    return Style(colour=sys.stdout.isatty() and "NO_COLOR" not in os.environ)

@@ -1,0 +1,198 @@
+"""The GPU Quotas app: a small page and the JSON API it reads, under ``/quota``.
+
+Every route, the page and the OpenAPI schema included, depends on
+``authenticate`` (the API server's own: a bearer JWT or the UI's session
+cookie), so an anonymous request gets 401. Airflow mounts plugin apps with
+``app.mount()``, which passes none of the core API's dependencies on.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from importlib import resources
+from typing import Annotated, Any, Literal, TypeVar
+
+from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query
+from fastapi.responses import HTMLResponse, Response
+
+from airflow_quota_provider.exceptions import UnknownJob, UnknownQueue
+from airflow_quota_provider.sync.errors import AwsCallFailed
+from airflow_quota_provider.view.backend import QuotaBackend
+from airflow_quota_provider.view.model import (
+    Explanation,
+    JobView,
+    PreemptionEvent,
+    QueueSummary,
+    ShareView,
+    UnitCapacity,
+    UtilizationPoint,
+)
+
+API = "/api/v1"
+STATIC = {"app.js": "text/javascript", "app.css": "text/css"}
+JobState = Literal["waiting", "running", "all"]
+T = TypeVar("T")
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class QueueOverview:
+    """A queue's capacity and recent utilization (shares, jobs, events: their own routes)."""
+
+    name: str
+    arn: str
+    state: str
+    now: int
+    capacity: list[UnitCapacity]
+    utilization: list[UtilizationPoint]
+    waiting: int
+    running: int
+
+
+def create_app(
+    backend: Callable[[], QuotaBackend],
+    authenticate: Callable[..., Any],
+    sample_every: float = 0,
+) -> FastAPI:
+    """The app; ``authenticate`` is a dependency of every route. ``backend`` is called on
+    first use and its result kept in ``app.state.backend`` (set it to ``None`` to make
+    a new one). With ``sample_every`` > 0, while the app runs every queue is read that
+    often (which sets the metrics' gauges) whether or not anyone looks."""
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        stop = threading.Event()
+        sampler = threading.Thread(
+            target=_sample, args=(data, sample_every, stop), name="gpu-quotas-sampler", daemon=True
+        )
+        if sample_every > 0:
+            sampler.start()
+        yield
+        stop.set()
+        if sampler.is_alive():
+            sampler.join(timeout=10)
+
+    app = FastAPI(
+        lifespan=lifespan,
+        title="GPU Quotas",
+        description="Quota shares of AWS Batch job queues: capacity, borrowing, waiting jobs "
+        "and why, preemptions. Authenticate as for Airflow's API (a bearer JWT from "
+        "POST /auth/token, or the UI's session cookie).",
+        version="1",
+        openapi_url=None,
+        docs_url=None,
+        redoc_url=None,
+    )
+    app.state.backend = None
+
+    def data() -> QuotaBackend:
+        if app.state.backend is None:
+            app.state.backend = backend()
+        found: QuotaBackend = app.state.backend
+        return found
+
+    router = APIRouter(dependencies=[Depends(authenticate)])
+    _pages(router, app)
+    _api(router, data)
+    app.include_router(router)
+    return app
+
+
+def _pages(router: APIRouter, app: FastAPI) -> None:
+    @router.get("/", response_class=HTMLResponse, include_in_schema=False)
+    def page() -> HTMLResponse:
+        return HTMLResponse(_asset("index.html"))
+
+    @router.get("/static/{name}", include_in_schema=False)
+    def static(name: str) -> Response:
+        if name not in STATIC:
+            raise HTTPException(404, f"no static file {name!r}; there are {', '.join(STATIC)}")
+        return Response(_asset(name), media_type=STATIC[name])
+
+    @router.get("/openapi.json", include_in_schema=False)
+    def openapi() -> dict[str, Any]:
+        return app.openapi()
+
+
+def _api(router: APIRouter, data: Callable[[], QuotaBackend]) -> None:
+    @router.get(f"{API}/queues", summary="The job queues", tags=["GPU Quotas"])
+    def queues() -> list[QueueSummary]:
+        return _answer(lambda: data().queues())
+
+    @router.get(f"{API}/queues/{{queue}}", summary="A queue's capacity", tags=["GPU Quotas"])
+    def queue(queue: str) -> QueueOverview:
+        view = _answer(lambda: data().queue(queue))
+        return QueueOverview(
+            view.name,
+            view.arn,
+            view.state,
+            view.now,
+            view.capacity,
+            view.utilization,
+            len(view.waiting),
+            len(view.running),
+        )
+
+    @router.get(f"{API}/queues/{{queue}}/shares", summary="Its shares", tags=["GPU Quotas"])
+    def shares(queue: str) -> list[ShareView]:
+        return _answer(lambda: data().queue(queue)).shares
+
+    @router.get(
+        f"{API}/queues/{{queue}}/jobs",
+        summary="Its waiting jobs (dispatch order) and running jobs",
+        tags=["GPU Quotas"],
+    )
+    def jobs(
+        queue: str,
+        state: Annotated[JobState, Query(description="waiting, running or all")] = "all",
+        share: Annotated[str | None, Query(description="only this share's jobs")] = None,
+        borrowing: Annotated[bool | None, Query(description="only (non-)borrowing jobs")] = None,
+    ) -> list[JobView]:
+        view = _answer(lambda: data().queue(queue))
+        found = {"waiting": view.waiting, "running": view.running, "all": view.jobs()}[state]
+        return [
+            job
+            for job in found
+            if (share is None or job.share == share)
+            and (borrowing is None or job.borrowing == borrowing)
+        ]
+
+    @router.get(f"{API}/queues/{{queue}}/events", summary="Recent preemptions", tags=["GPU Quotas"])
+    def events(
+        queue: str,
+        share: Annotated[str | None, Query(description="only this share's jobs")] = None,
+        limit: Annotated[int, Query(ge=1, le=1000, description="at most this many")] = 100,
+    ) -> list[PreemptionEvent]:
+        view = _answer(lambda: data().queue(queue))
+        return [e for e in view.events if share is None or e.share == share][:limit]
+
+    @router.get(f"{API}/jobs/{{job_id}}", summary="Why a job waits", tags=["GPU Quotas"])
+    def job(job_id: str) -> Explanation:
+        return _answer(lambda: data().explain(job_id))
+
+
+def _sample(data: Callable[[], QuotaBackend], every: float, stop: threading.Event) -> None:
+    while not stop.wait(every):
+        try:
+            backend = data()
+            for queue in backend.queues():
+                backend.queue(queue.name)
+        except Exception:  # the next round may succeed; a sampler never stops the server
+            log.warning("GPU Quotas: reading the job queues failed", exc_info=True)
+
+
+def _answer(call: Callable[[], T]) -> T:
+    try:
+        return call()
+    except (UnknownQueue, UnknownJob) as error:
+        raise HTTPException(404, str(error)) from error
+    except AwsCallFailed as error:
+        raise HTTPException(502, str(error)) from error
+
+
+def _asset(name: str) -> str:
+    return (resources.files(__package__) / "static" / name).read_text(encoding="utf-8")

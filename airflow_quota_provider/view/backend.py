@@ -1,0 +1,253 @@
+"""Where the GPU Quotas view and ``airflow-quota status`` get their data: one interface.
+
+:class:`QuotaBackend` is what the view, its API and the CLI read through.
+:class:`BatchBackend` answers from AWS Batch through
+:class:`~airflow_quota_provider.hooks.batch.BatchQuotaHook`; a ledger backend
+can answer the same questions later.
+
+Cost. A queue is read at most once per ``ttl`` seconds (all readers share
+the result; one lock makes concurrent readers wait for one read instead of
+reading in parallel). One read makes, besides extra pages of long listings:
+``DescribeJobQueues``, ``DescribeServiceEnvironments``, ``ListQuotaShares``,
+``GetJobQueueSnapshot``, ``ListServiceJobs`` for RUNNABLE, SCHEDULED,
+STARTING and RUNNING and once for the jobs created in the window, then one
+``DescribeServiceJob`` per job holding capacity, per waiting job among the
+snapshot's first 100, and per job of the window not described yet once it
+has ended (ended jobs never change, so their answers are kept).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from airflow_quota_provider.exceptions import UnknownJob, UnknownQueue
+from airflow_quota_provider.hooks.batch import TERMINAL_STATUSES, BatchQuotaHook
+from airflow_quota_provider.hooks.usage import HOLDING_STATUSES, queue_config_from_aws
+from airflow_quota_provider.links.batch_quota import ServiceJobLink
+from airflow_quota_provider.metrics import emit_gauges
+from airflow_quota_provider.sync.errors import AwsCallFailed
+from airflow_quota_provider.sync.errors import aws_call as _aws
+from airflow_quota_provider.view.events import preemption_events
+from airflow_quota_provider.view.explain import explain
+from airflow_quota_provider.view.model import Explanation, QueueSummary, QueueView
+from airflow_quota_provider.view.queue_view import AwsReading, build, dispatch_order, job_view
+
+DEFAULT_TTL = 15.0
+DEFAULT_HOURS = 6.0
+DEFAULT_BUCKETS = 24
+LISTED_STATUSES = ("RUNNABLE", *HOLDING_STATUSES)
+
+
+class QuotaBackend(Protocol):
+    """What the view and the CLI ask. Errors: :class:`~airflow_quota_provider.exceptions.ViewError`
+    for what does not exist, :class:`~airflow_quota_provider.sync.errors.AwsCallFailed` when
+    reading AWS fails."""
+
+    def queues(self) -> list[QueueSummary]:
+        """The job queues there are (SageMaker training queues)."""
+        ...
+
+    def queue(self, name: str) -> QueueView:
+        """One queue (name or ARN): capacity, shares, waiting and running jobs, preemptions."""
+        ...
+
+    def explain(self, job_id: str) -> Explanation:
+        """Why one job waits, what it holds, how it was preempted."""
+        ...
+
+
+@dataclass
+class _Entry:
+    expires: float
+    view: QueueView
+    jobs: dict[str, Mapping[str, Any]]
+
+
+class BatchBackend:
+    """:class:`QuotaBackend` on AWS Batch, each queue read at most once per ``ttl`` seconds.
+
+    :param hook: the hook, or a callable making it on first use.
+    :param ttl: seconds a reading is reused.
+    :param hours: how far back preemptions and utilization go.
+    :param buckets: utilization points over ``hours``.
+    :param clock: monotonic seconds, for the cache.
+    """
+
+    def __init__(
+        self,
+        hook: BatchQuotaHook | Callable[[], BatchQuotaHook],
+        *,
+        ttl: float = DEFAULT_TTL,
+        hours: float = DEFAULT_HOURS,
+        buckets: int = DEFAULT_BUCKETS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._make_hook = hook if callable(hook) and not isinstance(hook, BatchQuotaHook) else None
+        self._hook = hook if isinstance(hook, BatchQuotaHook) else None
+        self.ttl, self.hours, self.buckets, self._clock = ttl, hours, buckets, clock
+        self._lock = threading.Lock()
+        self._entries: dict[str, _Entry] = {}
+        self._names: dict[str, str] = {}
+        self._ended: dict[str, Mapping[str, Any]] = {}
+        self._queues: tuple[float, list[QueueSummary]] | None = None
+
+    @property
+    def hook(self) -> BatchQuotaHook:
+        if self._hook is None:
+            assert self._make_hook is not None
+            self._hook = self._make_hook()
+        return self._hook
+
+    def queues(self) -> list[QueueSummary]:
+        with self._lock:
+            if self._queues is None or self._queues[0] <= self._clock():
+                with _aws("DescribeJobQueues"):
+                    found = self.hook.list_job_queues()
+                summaries = [
+                    QueueSummary(q["jobQueueName"], q["jobQueueArn"], q.get("state", ""))
+                    for q in found
+                    if q.get("jobQueueType") == "SAGEMAKER_TRAINING"
+                ]
+                self._queues = (self._clock() + self.ttl, summaries)
+            return list(self._queues[1])
+
+    def queue(self, name: str) -> QueueView:
+        return self._entry(name).view
+
+    def explain(self, job_id: str) -> Explanation:
+        for entry in self._fresh_entries():
+            job = entry.view.job(job_id)
+            if job is not None:
+                return explain(job, entry.view, self._events(entry.jobs[job_id]))
+        try:
+            with _aws("DescribeServiceJob"):
+                described = self.hook.describe_service_job(job_id)
+        except AwsCallFailed as error:
+            if error.code == "ClientException":
+                raise UnknownJob(job_id) from error
+            raise
+        entry = self._entry(described["jobQueue"])
+        job = entry.view.job(job_id) or job_view(
+            described, entry.view.now, {}, False, {}, self._console_url
+        )
+        return explain(job, entry.view, self._events(described))
+
+    # -- reading ------------------------------------------------------------------------
+
+    def _fresh_entries(self) -> list[_Entry]:
+        now = self._clock()
+        with self._lock:
+            return [e for e in self._entries.values() if e.expires > now]
+
+    def _entry(self, name: str) -> _Entry:
+        with self._lock:
+            key = self._names.get(name, name)
+            entry = self._entries.get(key)
+            if entry is None or entry.expires <= self._clock():
+                entry = self._read(name)
+                self._entries[entry.view.name] = entry
+                self._names[entry.view.arn] = self._names[name] = entry.view.name
+            return entry
+
+    def _read(self, name: str) -> _Entry:
+        hook = self.hook
+        with _aws("DescribeJobQueues"):
+            try:
+                queue = hook.describe_job_queue(name)
+            except ValueError:
+                queue = None
+        if queue is None:
+            raise UnknownQueue(name, [q.name for q in self._known_queues()])
+        arn = queue["jobQueueArn"]
+        order = sorted(queue.get("serviceEnvironmentOrder") or (), key=lambda e: e["order"])
+        names = [entry["serviceEnvironment"] for entry in order]
+        with _aws("DescribeServiceEnvironments"):
+            environments = hook.describe_service_environments(*names) if names else []
+        with _aws("ListQuotaShares"):
+            shares = hook.list_quota_shares(arn)
+        with _aws("GetJobQueueSnapshot"):
+            snapshot = hook.get_job_queue_snapshot(arn)
+        now = _now_of(snapshot)
+        jobs = self._jobs(arn, snapshot, now)
+        reading = AwsReading(
+            queue=queue,
+            config=queue_config_from_aws(queue["jobQueueName"], shares, environments),
+            snapshot=snapshot,
+            jobs=jobs,
+            now=now,
+            hours=self.hours,
+            buckets=self.buckets,
+        )
+        view = build(reading, self._console_url)
+        emit_gauges(view)
+        return _Entry(self._clock() + self.ttl, view, jobs)
+
+    def _jobs(
+        self, arn: str, snapshot: Mapping[str, Any], now: int
+    ) -> dict[str, Mapping[str, Any]]:
+        hook = self.hook
+        listed: dict[str, Mapping[str, Any]] = {}
+        with _aws("ListServiceJobs"):
+            for status in LISTED_STATUSES:
+                for job in hook.list_service_jobs(arn, status):
+                    listed[job["jobId"]] = job
+            since = str(now - int(self.hours * 3600 * 1000))
+            for job in hook.list_service_jobs(
+                arn, filters=[{"name": "AFTER_CREATED_AT", "values": [since]}]
+            ):
+                listed.setdefault(job["jobId"], job)
+        front = set(dispatch_order(snapshot))
+        jobs: dict[str, Mapping[str, Any]] = {}
+        for job_id, summary in listed.items():
+            state = summary.get("status")
+            if job_id in self._ended:
+                jobs[job_id] = self._ended[job_id]
+            elif state in TERMINAL_STATUSES or state in HOLDING_STATUSES or job_id in front:
+                jobs[job_id] = self._describe(job_id)
+            else:
+                jobs[job_id] = summary
+        self._forget_ended(set(listed))
+        return jobs
+
+    def _describe(self, job_id: str) -> Mapping[str, Any]:
+        with _aws("DescribeServiceJob"):
+            job = self.hook.describe_service_job(job_id)
+        if job.get("status") in TERMINAL_STATUSES:
+            self._ended[job_id] = job
+        return job
+
+    def _forget_ended(self, listed: set[str]) -> None:
+        """Keep only ended jobs still in some queue's window (per queue read, all queues)."""
+        known = listed | {j for e in self._entries.values() for j in e.jobs}
+        for job_id in [j for j in self._ended if j not in known]:
+            del self._ended[job_id]
+
+    def _known_queues(self) -> list[QueueSummary]:
+        with _aws("DescribeJobQueues"):
+            found = self.hook.list_job_queues()
+        return [
+            QueueSummary(q["jobQueueName"], q["jobQueueArn"], q.get("state", "")) for q in found
+        ]
+
+    def _events(self, job: Mapping[str, Any]) -> list[Any]:
+        return preemption_events(job, self._console_url)
+
+    def _console_url(self, job_id: str) -> str:
+        hook = self.hook
+        domain = ServiceJobLink.get_aws_domain(hook.conn_partition) or "aws.amazon.com"
+        return ServiceJobLink.format_str.format(
+            aws_domain=domain, region_name=hook.conn_region_name, job_id=job_id
+        )
+
+
+def _now_of(snapshot: Mapping[str, Any]) -> int:
+    """AWS's time of the snapshot (epoch ms); the wall clock if it gives none."""
+    for key in ("queueUtilization", "frontOfQueue", "frontOfQuotaShares"):
+        stamp = (snapshot.get(key) or {}).get("lastUpdatedAt")
+        if stamp:
+            return int(stamp)
+    return int(time.time() * 1000)

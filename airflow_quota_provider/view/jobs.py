@@ -1,0 +1,115 @@
+"""Service jobs as AWS reports them, turned into what the view shows and the core reads.
+
+Nothing here decides anything: reasons are AWS's ``statusReason`` split into
+its code and message, and a job's place is the snapshot's dispatch order.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+from urllib.parse import quote
+
+from airflow_quota_provider.core.jobs import RunningJob
+from airflow_quota_provider.core.model import QueueConfig
+from airflow_quota_provider.hooks.submission import TAG_PREFIX
+from airflow_quota_provider.view.model import TaskLink
+
+_REASON = re.compile(r"([A-Z][A-Z0-9_]*(?::[A-Z][A-Z0-9_]*)*)(?:: (.*))?", re.DOTALL)
+PREEMPTING = "PREEMPTION_IN_PROGRESS"
+
+
+def split_reason(text: str | None) -> tuple[str | None, str | None]:
+    """``("NO_IDLE_CAPACITY", "nlp needs ...")`` from ``"NO_IDLE_CAPACITY: nlp needs ..."``;
+    a reason without a leading code is all message."""
+    if not text:
+        return None, None
+    match = _REASON.fullmatch(text)
+    if match is None:
+        return None, text
+    return match.group(1), match.group(2)
+
+
+def demand_of(job: Mapping[str, Any]) -> dict[str, int]:
+    """Instances per type from a job's ``capacityUsage``."""
+    demand: dict[str, int] = {}
+    for item in job.get("capacityUsage") or ():
+        unit = item["capacityUnit"]
+        demand[unit] = demand.get(unit, 0) + math.ceil(float(item["quantity"]))
+    return demand
+
+
+def task_link(tags: Mapping[str, str] | None) -> TaskLink | None:
+    """The task instance named by the job's ``airflow:*`` tags, with its UI path."""
+    tags = tags or {}
+    try:
+        dag_id = tags[f"{TAG_PREFIX}dag_id"]
+        task_id = tags[f"{TAG_PREFIX}task_id"]
+        run_id = tags[f"{TAG_PREFIX}run_id"]
+        map_index = int(tags.get(f"{TAG_PREFIX}map_index", "-1"))
+    except (KeyError, ValueError):
+        return None
+    path = f"dags/{_part(dag_id)}/runs/{_part(run_id)}/tasks/{_part(task_id)}"
+    if map_index >= 0:
+        path += f"/mapped/{map_index}"
+    return TaskLink(dag_id, task_id, run_id, map_index, path)
+
+
+def _part(text: str) -> str:
+    return quote(text, safe="")
+
+
+def started_at(job: Mapping[str, Any]) -> int:
+    """When a job holding capacity got it: its current attempt's start (it is SCHEDULED)."""
+    attempts = job.get("attempts") or ()
+    if attempts and attempts[-1].get("startedAt"):
+        return int(attempts[-1]["startedAt"])
+    return int(job.get("scheduledAt") or job.get("startedAt") or job.get("createdAt") or 0)
+
+
+def borrowing_jobs(config: QueueConfig, holding: Iterable[Mapping[str, Any]]) -> set[str]:
+    """Ids of holding jobs that take their share beyond what it owns.
+
+    AWS does not say which job borrows, only what each holds. Each share's
+    jobs are taken in the order they got their capacity; a job borrows if,
+    with it and the jobs before it, the share holds more of one of its
+    instance types than it owns. So the most recently started jobs are the
+    borrowers, as they were when they started (unless an earlier job has
+    ended since).
+    """
+    by_share: dict[str, list[Mapping[str, Any]]] = {}
+    for job in holding:
+        by_share.setdefault(job.get("quotaShareName") or "", []).append(job)
+    result: set[str] = set()
+    for name, jobs in by_share.items():
+        share = config.share(name)
+        held: dict[str, int] = {}
+        for job in sorted(jobs, key=lambda j: (started_at(j), j["jobId"])):
+            demand = demand_of(job)
+            for unit, count in demand.items():
+                held[unit] = held.get(unit, 0) + count
+            owned = share.owns if share is not None else (lambda unit: 0)
+            if any(held[unit] > owned(unit) for unit in demand):
+                result.add(job["jobId"])
+    return result
+
+
+def running_job(job: Mapping[str, Any], *, borrowing: bool, now_seconds: float) -> RunningJob:
+    """The core's view of a job holding capacity; times in seconds."""
+    preemption = job.get("preemptionConfiguration") or {}
+    summary = job.get("preemptionSummary") or {}
+    code, _ = split_reason(job.get("statusReason"))
+    return RunningJob(
+        id=job["jobId"],
+        share=job.get("quotaShareName") or "",
+        demand=demand_of(job),
+        priority=int(job.get("schedulingPriority") or 0),
+        started=min(now_seconds, started_at(job) / 1000),
+        submitted=int(job.get("createdAt") or 0) / 1000,
+        preemptions=int(summary.get("preemptedAttemptCount") or 0),
+        preemption_retries=preemption.get("preemptionRetriesBeforeTermination"),
+        terminating=code == PREEMPTING,
+        borrowing=borrowing,
+    )

@@ -1,0 +1,187 @@
+"""What the GPU Quotas view and ``airflow-quota status`` show, as plain frozen records.
+
+The same records are the JSON of the view's API (FastAPI documents them in
+its OpenAPI schema) and of ``airflow-quota status --json``. Times are epoch
+milliseconds of the backend's clock (AWS's, as its answers report it);
+capacity is in instances.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from airflow_quota_provider.core.occupancy import Occupancy
+
+
+@dataclass(frozen=True)
+class UnitCapacity:
+    """One instance type of a queue: its capacity, what runs on it, what no share owns."""
+
+    unit: str
+    capacity: int
+    used: int
+    unowned: int
+
+
+@dataclass(frozen=True)
+class ShareUnit(Occupancy):
+    """One share's view of one instance type: :class:`~airflow_quota_provider.core.Occupancy`'s
+    figures, and ``limit``, the most the share may ever hold, borrowing included."""
+
+    unit: str
+    limit: int
+
+
+@dataclass(frozen=True)
+class ShareView:
+    name: str
+    strategy: str
+    borrow_limit: int
+    in_share_preemption: bool
+    state: str
+    units: list[ShareUnit]
+    running: int
+    waiting: int
+    waiting_instances: dict[str, int]
+
+    @property
+    def borrowed(self) -> int:
+        return sum(u.borrowed for u in self.units)
+
+    @property
+    def lent(self) -> int:
+        return sum(u.lent for u in self.units)
+
+
+@dataclass(frozen=True)
+class TaskLink:
+    """The Airflow task instance a job was submitted by (from its ``airflow:*`` tags).
+
+    ``path`` is relative to the Airflow UI's base URL.
+    """
+
+    dag_id: str
+    task_id: str
+    run_id: str
+    map_index: int
+    path: str
+
+
+@dataclass(frozen=True)
+class NextVictim:
+    """This running job would be preempted first if ``by_share`` asked for all it owns now.
+
+    Decided by the scheduling core on the queue as AWS reports it; ``kind``
+    and ``message`` are the core's.
+    """
+
+    by_share: str
+    kind: str
+    message: str
+
+
+@dataclass(frozen=True)
+class JobView:
+    """One service job: waiting (RUNNABLE, with its place and reason) or holding capacity.
+
+    ``reason_code``/``reason`` split AWS's ``statusReason`` (``CODE: message``).
+    ``position`` is its 1-based place in the queue's dispatch order
+    (``GetJobQueueSnapshot``), ``None`` beyond the snapshot's first 100.
+    ``borrowing``: the job holds capacity beyond what its share owns (see
+    :mod:`~airflow_quota_provider.view.jobs`). ``priority``, ``tags`` and
+    ``task`` are known only for jobs the backend described.
+    """
+
+    job_id: str
+    name: str
+    arn: str
+    share: str
+    status: str
+    reason_code: str | None
+    reason: str | None
+    priority: int | None
+    demand: dict[str, int]
+    created_at: int
+    started_at: int | None
+    age_seconds: float
+    position: int | None
+    borrowing: bool
+    preemptions: int
+    next_victim: NextVictim | None
+    task: TaskLink | None
+    console_url: str
+
+
+@dataclass(frozen=True)
+class PreemptionEvent:
+    """One preempted attempt (from the job's ``preemptionSummary``).
+
+    ``preemptor`` is the job that caused it when the reason names one (the
+    reasons of this provider's engine do; AWS's own do not). ``work_lost``
+    is instance-seconds since the attempt's last checkpoint, or since it
+    started when no checkpoint interval is known (then ``checkpointed`` is false).
+    """
+
+    job_id: str
+    name: str
+    share: str
+    started_at: int
+    stopped_at: int
+    kind: str | None
+    preemptor: str | None
+    reason: str
+    work_lost: float
+    checkpointed: bool
+    training_job: str
+    task: TaskLink | None
+    console_url: str
+    preemptor_name: str | None = None
+    preemptor_share: str | None = None
+
+
+@dataclass(frozen=True)
+class UtilizationPoint:
+    """Average instances in use per type over ``[start, start + seconds)``."""
+
+    start: int
+    seconds: int
+    used: dict[str, float]
+
+
+@dataclass(frozen=True)
+class QueueSummary:
+    name: str
+    arn: str
+    state: str
+
+
+@dataclass(frozen=True)
+class QueueView:
+    """Everything the view shows of one job queue, read at ``now``."""
+
+    name: str
+    arn: str
+    state: str
+    now: int
+    capacity: list[UnitCapacity]
+    shares: list[ShareView]
+    waiting: list[JobView]
+    running: list[JobView]
+    events: list[PreemptionEvent]
+    utilization: list[UtilizationPoint] = field(default_factory=list)
+
+    def jobs(self) -> list[JobView]:
+        return [*self.waiting, *self.running]
+
+    def job(self, job_id: str) -> JobView | None:
+        return next((job for job in self.jobs() if job.job_id == job_id), None)
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """Why a job waits (with the numbers), why it was preempted, or what it is doing."""
+
+    job: JobView
+    summary: str
+    details: list[str]
+    preemptions: list[PreemptionEvent]

@@ -1,0 +1,56 @@
+"""The Airflow plugin: the GPU Quotas app at ``/quota`` and its entry in the UI's navigation.
+
+Registered through the ``airflow.plugins`` entry point, so installing the
+package is all it takes. Settings (``[quota_provider]``): ``view_aws_conn_id``
+(default ``aws_default``; a missing connection means boto3's usual
+environment, e.g. ``AWS_ENDPOINT_URL``), ``view_region_name`` and
+``view_cache_seconds`` (default 15) and ``view_sample_seconds`` (default 60; how
+often the api-server reads every queue, setting the metrics' gauges; 0 = only when
+someone looks).
+"""
+
+from __future__ import annotations
+
+from airflow.api_fastapi.core_api.security import get_user
+from airflow.plugins_manager import AirflowPlugin
+from airflow.sdk import conf
+
+from airflow_quota_provider.hooks.batch import BatchQuotaHook
+from airflow_quota_provider.view.api import create_app
+from airflow_quota_provider.view.backend import DEFAULT_TTL, BatchBackend
+
+URL_PREFIX = "/quota"
+SECTION = "quota_provider"
+
+
+def backend_from_config() -> BatchBackend:
+    """The backend the deployment's ``[quota_provider]`` settings describe."""
+    conn_id = conf.get(SECTION, "view_aws_conn_id", fallback="aws_default")
+    region = conf.get(SECTION, "view_region_name", fallback=None) or None
+    ttl = conf.getfloat(SECTION, "view_cache_seconds", fallback=DEFAULT_TTL)
+    return BatchBackend(lambda: BatchQuotaHook(aws_conn_id=conn_id, region_name=region), ttl=ttl)
+
+
+class QuotaViewPlugin(AirflowPlugin):
+    """GPU Quotas: who owns, uses, borrows and lends how much, what waits and why."""
+
+    name = "gpu_quotas"
+    fastapi_apps = [  # noqa: RUF012 - AirflowPlugin declares these as plain lists
+        {
+            "app": create_app(
+                backend_from_config,
+                get_user,
+                sample_every=conf.getfloat(SECTION, "view_sample_seconds", fallback=60.0),
+            ),
+            "url_prefix": URL_PREFIX,
+            "name": "GPU Quotas",
+        }
+    ]
+    external_views = [  # noqa: RUF012
+        {
+            "name": "GPU Quotas",
+            "href": "quota/",
+            "destination": "nav",
+            "url_route": "gpu-quotas",
+        }
+    ]
