@@ -102,7 +102,9 @@ def _stay_up(stack: Stack) -> None:
     settings = stack.settings
     print()
     print(f"Airflow UI:  {stack.api_url}  (login {settings.username} / {settings.password})")
-    print(f"GPU Quotas:  {stack.api_url}/quota/")
+    print(
+        f"GPU Quotas:  {stack.api_url}/plugin/gpu-quotas  (the page alone: {stack.api_url}/quota/)"
+    )
     print(f"AWS endpoint: {stack.emulator_url}  (clock at {settings.time_scale:g}x)")
     print("Everything stays up until Ctrl-C.")
     signal.pause()

@@ -174,6 +174,8 @@ class Stack:
                 "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
                 "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "1",
                 "AIRFLOW__QUOTA_PROVIDER__POLL_INTERVAL": f"{settings.poll_interval:g}",
+                # at an accelerated clock the GPU Quotas view must not lag behind
+                "AIRFLOW__QUOTA_PROVIDER__VIEW_CACHE_SECONDS": "2",
                 "AIRFLOW_CONN_AWS_DEFAULT": (
                     f"aws://testing:testing@/?region_name=us-east-1&endpoint_url={endpoint}"
                 ),

@@ -124,10 +124,6 @@ class BatchQuotaHook(AwsBaseHook):
             raise ValueError(f"job queue {job_queue} does not exist")
         return queues[0]
 
-    def list_job_queues(self) -> list[dict[str, Any]]:
-        """Every job queue ``DescribeJobQueues`` answers, all pages."""
-        return self._all_pages("describe_job_queues", "jobQueues")
-
     def describe_service_environments(self, *environments: str) -> list[dict[str, Any]]:
         """The named service environments (names or ARNs); all of them when none is named."""
         params = {"serviceEnvironments": list(environments)} if environments else {}
