@@ -100,12 +100,14 @@ def _play(stack: Stack, *, keep: bool) -> int:
 
 def _stay_up(stack: Stack) -> None:
     settings = stack.settings
+    # At the story's pace the view's last hours would be empty within minutes.
+    stack.set_time_scale(1)
     print()
     print(f"Airflow UI:  {stack.api_url}  (login {settings.username} / {settings.password})")
     print(
         f"GPU Quotas:  {stack.api_url}/plugin/gpu-quotas  (the page alone: {stack.api_url}/quota/)"
     )
-    print(f"AWS endpoint: {stack.emulator_url}  (clock at {settings.time_scale:g}x)")
+    print(f"AWS endpoint: {stack.emulator_url}  (its clock now at real time)")
     print("Everything stays up until Ctrl-C.")
     signal.pause()
 
