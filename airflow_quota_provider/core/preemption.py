@@ -111,6 +111,8 @@ def plan_preemption(
     candidates = _ordered(config, reclaim, now, borrowers_first=True) + _ordered(
         config, _in_share_candidates(state, job, share, excluded), now, borrowers_first=False
     )
+    if not candidates:
+        return Plan(None, protected_until)
     scratch, holding = after.copy(), running.copy()
     chosen: list[Victim] = []
     for candidate in candidates:

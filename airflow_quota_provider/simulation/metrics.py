@@ -6,6 +6,9 @@ settles and integrates, until the next instant, per share and unit:
 - ``used``: instances held (jobs being preempted included, they still hold them);
 - ``borrowed``: the part of ``used`` beyond what the share owns;
 - ``pending``: instances asked for by the share's waiting jobs;
+- ``wanted`` (whole queue only): the capacity jobs could have used, the
+  smaller of the queue's capacity and what runs plus what waits; used over
+  wanted is 1 for a scheduler that never leaves capacity idle while jobs wait;
 - ``guarantee_violation``: waiting demand the share's guarantee covers but
   which does not run: the share's waiting jobs, taken in dispatch order while
   they fit together in what it owns and does not use. A job that would take
@@ -46,6 +49,9 @@ class Meter:
 
     def __init__(self, config: QueueConfig, *, series: bool = False) -> None:
         self.owned = {share.name: dict(share.capacity) for share in config.shares}
+        self.capacity = dict(config.capacity)
+        self.wanted: dict[str, float] = {}
+        self.now_wanted: dict[str, int] = {}
         self.integrals: dict[str, Integrals] = {}
         self.last = 0.0
         self.now_used: Usage = {}
@@ -67,8 +73,16 @@ class Meter:
         self.now_violation = {
             share: owed for share in self.now_pending if (owed := self._owed(share, state, used))
         }
+        self.now_wanted = self._wanted()
         if self.series is not None:
             self.series.append((now, used))
+
+    def _wanted(self) -> dict[str, int]:
+        demand: dict[str, int] = {}
+        for usage in (*self.now_used.values(), *self.now_pending.values()):
+            for unit, count in usage.items():
+                demand[unit] = demand.get(unit, 0) + count
+        return {unit: min(count, self.capacity.get(unit, 0)) for unit, count in demand.items()}
 
     def _owed(self, share: str, state: QueueState, used: Usage) -> dict[str, int]:
         """Waiting demand of ``share`` its guarantee covers now (see the module docstring)."""
@@ -102,6 +116,7 @@ class Meter:
             _add(self._of(share).pending, usage, elapsed)
         for share, usage in self.now_violation.items():
             _add(self._of(share).violation, usage, elapsed)
+        _add(self.wanted, self.now_wanted, elapsed)
 
     def _of(self, share: str) -> Integrals:
         sums = self.integrals.get(share)
@@ -174,7 +189,9 @@ def replay_metrics(result: Result, meter: Meter, wall_seconds: float) -> dict[st
     """The trace metrics, overall and per share.
 
     A share's ``utilization`` is relative to what it owns (above 1 when it
-    borrows; ``null`` for a unit it owns none of); the overall one to the queue.
+    borrows; ``null`` for a unit it owns none of); the overall one to the queue's
+    capacity until the last job ended, and ``demand_utilization`` to the
+    capacity jobs wanted (see the module docstring).
     """
     by_share: dict[str, list[SimJob]] = {share: [] for share in meter.owned}
     for job in result.jobs.values():
@@ -187,6 +204,10 @@ def replay_metrics(result: Result, meter: Meter, wall_seconds: float) -> dict[st
     overall = _block(
         list(result.jobs.values()), list(meter.integrals.values()), result.capacity_unit_seconds
     )
+    overall["demand_utilization"] = {
+        unit: round(overall_used / wanted, 4) if (wanted := meter.wanted.get(unit)) else None
+        for unit, overall_used in sorted(_total([s.used for s in meter.integrals.values()]).items())
+    }
     overall["preemptions"] = result.preemptions
     overall["end"] = number(result.end)
     overall["cycles"] = result.cycles

@@ -61,6 +61,8 @@ def test_aws_reclaims_and_the_guarantee_is_broken_only_during_the_preemption_del
     assert b["guarantee_violation_unit_seconds"] == {}
     assert (b["preemptions"], b["lost_work_unit_seconds"]) == (1, 60)
     assert metrics["utilization"] == {"gpu": round(560 / 660, 4)}
+    # from 15 to 65, two gpus are idle while b1 waits for four
+    assert metrics["demand_utilization"] == {"gpu": round(560 / 660, 4)}
     assert metrics["wait_seconds"] == {"mean": 2.5, "p50": 0, "p95": 5, "p99": 5, "max": 5}
     assert metrics["guarantee_violation_unit_seconds"] == {"gpu": 10}
     assert (metrics["preemptions"], metrics["end"]) == (1, 165)
@@ -94,6 +96,7 @@ def test_pooled_serves_first_come_first_served_and_breaks_guarantees() -> None:
     # a1 waits for b1 to end at 100: 90 s while its share owns 2 idle gpus
     assert metrics["per_share"]["a"]["wait_seconds"]["max"] == 90
     assert metrics["per_share"]["a"]["guarantee_violation_unit_seconds"] == {"gpu": 180}
+    assert metrics["demand_utilization"] == {"gpu": 1.0}
     assert metrics["preemptions"] == 0
     assert metrics["end"] == 150
 
