@@ -1,7 +1,8 @@
 """What a replay did to each share: use, waiting demand and broken guarantees over time.
 
-A :class:`Meter` is told the queue's state after every instant of a replay
-settles and integrates, until the next instant, per share and unit:
+A :class:`Meter` is told the queue's state each time the replay's clock moves
+on (the state held from one instant to the next) and integrates, per share and
+unit:
 
 - ``used``: instances held (jobs being preempted included, they still hold them);
 - ``borrowed``: the part of ``used`` beyond what the share owns;
@@ -51,45 +52,59 @@ class Meter:
         self.owned = {share.name: dict(share.capacity) for share in config.shares}
         self.capacity = dict(config.capacity)
         self.wanted: dict[str, float] = {}
-        self.now_wanted: dict[str, int] = {}
         self.integrals: dict[str, Integrals] = {}
-        self.last = 0.0
-        self.now_used: Usage = {}
-        self.now_pending: Usage = {}
-        self.now_violation: Usage = {}
         self.series: list[tuple[float, Usage]] | None = [] if series else None
 
-    def observe(
-        self, now: float, state: QueueState, pending: Mapping[str, Mapping[str, int]]
+    def elapse(
+        self, start: float, end: float, state: QueueState, pending: Mapping[str, Mapping[str, int]]
     ) -> None:
-        """The state after the instant ``now`` settled (the previous one held until ``now``)."""
-        elapsed = now - self.last
-        if elapsed > 0:
-            self._integrate(elapsed)
-        self.last = now
-        used = {s: dict(u) for s, u in state.usage_by_share().items() if any(u.values())}
-        self.now_used = used
-        self.now_pending = {s: dict(p) for s, p in pending.items() if any(p.values())}
-        self.now_violation = {
-            share: owed for share in self.now_pending if (owed := self._owed(share, state, used))
-        }
-        self.now_wanted = self._wanted()
-        if self.series is not None:
-            self.series.append((now, used))
-
-    def _wanted(self) -> dict[str, int]:
+        """``state`` (and the waiting demand ``pending``) held from ``start`` until ``end``."""
+        elapsed = end - start
         demand: dict[str, int] = {}
-        for usage in (*self.now_used.values(), *self.now_pending.values()):
-            for unit, count in usage.items():
-                demand[unit] = demand.get(unit, 0) + count
-        return {unit: min(count, self.capacity.get(unit, 0)) for unit, count in demand.items()}
+        self._use(elapsed, state, demand)
+        self._wait(elapsed, state, pending, demand)
+        for unit, count in demand.items():
+            wanted = min(count, self.capacity.get(unit, 0))
+            self.wanted[unit] = self.wanted.get(unit, 0.0) + wanted * elapsed
+        if self.series is not None:
+            used = {s: dict(u) for s, u in state.usage_by_share().items() if any(u.values())}
+            self.series.append((start, used))
 
-    def _owed(self, share: str, state: QueueState, used: Usage) -> dict[str, int]:
+    def _use(self, elapsed: float, state: QueueState, demand: dict[str, int]) -> None:
+        for share, usage in state.usage_by_share().items():
+            sums = self._of(share)
+            owned = self.owned.get(share, {})
+            for unit, count in usage.items():
+                if count:
+                    sums.used[unit] = sums.used.get(unit, 0.0) + count * elapsed
+                    demand[unit] = demand.get(unit, 0) + count
+                    extra = count - owned.get(unit, 0)
+                    if extra > 0:
+                        sums.borrowed[unit] = sums.borrowed.get(unit, 0.0) + extra * elapsed
+
+    def _wait(
+        self,
+        elapsed: float,
+        state: QueueState,
+        pending: Mapping[str, Mapping[str, int]],
+        demand: dict[str, int],
+    ) -> None:
+        for share, waiting in pending.items():
+            if not any(waiting.values()):
+                continue
+            sums = self._of(share)
+            for unit, count in waiting.items():
+                sums.pending[unit] = sums.pending.get(unit, 0.0) + count * elapsed
+                demand[unit] = demand.get(unit, 0) + count
+            for unit, count in self._owed(share, state).items():
+                sums.violation[unit] = sums.violation.get(unit, 0.0) + count * elapsed
+
+    def _owed(self, share: str, state: QueueState) -> dict[str, int]:
         """Waiting demand of ``share`` its guarantee covers now (see the module docstring)."""
         owned = self.owned.get(share)
         if not owned:
             return {}
-        holds = used.get(share, {})
+        holds = state.usage(share)
         room = {unit: owned[unit] - holds.get(unit, 0) for unit in owned}
         if not any(free > 0 for free in room.values()):
             return {}
@@ -103,31 +118,11 @@ class Meter:
                 owed[unit] = owed.get(unit, 0) + count
         return owed
 
-    def _integrate(self, elapsed: float) -> None:
-        for share, usage in self.now_used.items():
-            sums = self._of(share)
-            owned = self.owned.get(share, {})
-            for unit, count in usage.items():
-                sums.used[unit] = sums.used.get(unit, 0.0) + count * elapsed
-                extra = count - owned.get(unit, 0)
-                if extra > 0:
-                    sums.borrowed[unit] = sums.borrowed.get(unit, 0.0) + extra * elapsed
-        for share, usage in self.now_pending.items():
-            _add(self._of(share).pending, usage, elapsed)
-        for share, usage in self.now_violation.items():
-            _add(self._of(share).violation, usage, elapsed)
-        _add(self.wanted, self.now_wanted, elapsed)
-
     def _of(self, share: str) -> Integrals:
         sums = self.integrals.get(share)
         if sums is None:
             sums = self.integrals[share] = Integrals()
         return sums
-
-
-def _add(sums: dict[str, float], usage: Mapping[str, int], elapsed: float) -> None:
-    for unit, count in usage.items():
-        sums[unit] = sums.get(unit, 0.0) + count * elapsed
 
 
 def _total(values: list[dict[str, float]]) -> dict[str, float]:

@@ -81,12 +81,14 @@ class Result:
 
 
 class Observer(Protocol):
-    """Told the state after every instant settles, e.g. a
+    """Told the state each time the clock moves on, before anything changes it, e.g. a
     :class:`~airflow_quota_provider.simulation.metrics.Meter`."""
 
-    def observe(
-        self, now: float, state: QueueState, pending: Mapping[str, Mapping[str, int]]
-    ) -> None: ...
+    def elapse(
+        self, start: float, end: float, state: QueueState, pending: Mapping[str, Mapping[str, int]]
+    ) -> None:
+        """``state``, with ``pending`` instances per share and unit waiting, held from
+        ``start`` until ``end``."""
 
 
 class Simulator:
@@ -142,8 +144,6 @@ class Simulator:
                 _, kind, _, payload = heapq.heappop(self.events)
                 self._apply(kind, payload)
             self._settle()
-            if self.observer is not None:
-                self.observer.observe(at, self.state, self.pending)
             if self.on_progress is not None:
                 self.on_progress(at)
         if until is not None and until > self.now:
@@ -172,6 +172,8 @@ class Simulator:
     def _advance(self, to: float) -> None:
         elapsed = to - self.now
         if elapsed > 0:
+            if self.observer is not None:
+                self.observer.elapse(self.now, to, self.state, self.pending)
             for unit, used in self.state_total().items():
                 self.used[unit] = self.used.get(unit, 0.0) + used * elapsed
             for unit, capacity in self.config.capacity.items():
@@ -203,6 +205,9 @@ class Simulator:
 
     def _settle(self) -> None:
         for _ in range(MAX_CYCLES_PER_INSTANT):
+            if not self.state.waiting_count:
+                # a cycle decides only for waiting jobs: with none, it would decide nothing
+                return
             decisions = schedule(self.state, self.now)
             self.cycles += 1
             again = self._apply_decisions(decisions)
