@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from airflow_quota_provider.cli import emulator, simulate, sync, trace, validate
+from airflow_quota_provider.cli import emulator, recommend, simulate, sync, trace, validate
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -15,7 +15,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Share GPU capacity between teams through AWS Batch quota shares.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (validate, simulate, emulator, sync, trace):
+    for module in (validate, simulate, emulator, sync, trace, recommend):
         module.add_parser(commands)
     return parser
 

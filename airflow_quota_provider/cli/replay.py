@@ -19,7 +19,7 @@ from airflow_quota_provider.simulation.tables import comparison_text, replay_tex
 from airflow_quota_provider.simulation.traces import Trace, TraceFormat, read_trace
 
 
-def _number(minimum: float, *, strict: bool) -> Callable[[str], float]:
+def number_type(minimum: float, *, strict: bool) -> Callable[[str], float]:
     sign = ">" if strict else ">="
 
     def parse(text: str) -> float:
@@ -61,7 +61,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--load",
-        type=_number(0, strict=True),
+        type=number_type(0, strict=True),
         help="divide every submit time by X (1.2 = 20%% more work per hour); default 1",
     )
     group.add_argument(
@@ -78,13 +78,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--checkpoint-interval",
-        type=_number(0, strict=True),
+        type=number_type(0, strict=True),
         metavar="SECONDS",
         help="checkpoint interval of the jobs that have none in the trace",
     )
     group.add_argument(
         "--preemption-delay",
-        type=_number(0, strict=False),
+        type=number_type(0, strict=False),
         metavar="SECONDS",
         help="seconds a preempted job takes to stop; default 0",
     )
@@ -95,7 +95,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--min-runtime",
-        type=_number(0, strict=False),
+        type=number_type(0, strict=False),
         metavar="SECONDS",
         help="extension for aws: jobs younger than this are not reclaimed",
     )
