@@ -31,6 +31,7 @@ unit: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/engine.py
 	$(BIN)/python benchmarks/simulate.py
+	$(BIN)/python benchmarks/trace_replay.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

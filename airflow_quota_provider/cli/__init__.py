@@ -6,7 +6,16 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from airflow_quota_provider.cli import demo, emulator, simulate, status, sync, validate
+from airflow_quota_provider.cli import (
+    demo,
+    emulator,
+    recommend,
+    simulate,
+    status,
+    sync,
+    trace,
+    validate,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -15,7 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Share GPU capacity between teams through AWS Batch quota shares.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (validate, simulate, emulator, sync, status, demo):
+    for module in (validate, simulate, emulator, sync, trace, recommend, status, demo):
         module.add_parser(commands)
     return parser
 

@@ -1,4 +1,8 @@
-"""``airflow-quota simulate FILE``: replay a scenario through the scheduling core."""
+"""``airflow-quota simulate [FILE]``: replay a scenario through the scheduling core.
+
+With ``--config`` and ``--trace`` it replays a job trace instead (see
+:mod:`airflow_quota_provider.cli.replay`).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ import json
 import sys
 from typing import Any
 
+from airflow_quota_provider.cli import replay
 from airflow_quota_provider.config_file import load_mapping
 from airflow_quota_provider.exceptions import ConfigError, ScenarioError
 from airflow_quota_provider.simulation.output import timeline_text, to_json
@@ -19,7 +24,8 @@ def add_parser(commands: Any) -> None:
         "simulate",
         help="replay a scenario (config, jobs, events) in virtual time",
         description="Replay a scenario through the quota engine in virtual time and print "
-        "what happened: a readable timeline, or with --json every job's attempts and the metrics.",
+        "what happened: a readable timeline, or with --json every job's attempts and the metrics. "
+        "With --config and --trace, replay a recorded job trace under quota policies instead.",
     )
     parser.add_argument(
         "file",
@@ -31,10 +37,13 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "--until", type=float, metavar="SECONDS", help="stop the replay at this virtual time"
     )
+    replay.add_arguments(parser)
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if replay.requested(args):
+        return replay.run(args)
     path = args.file or str(EXAMPLE_SCENARIO)
     if args.until is not None and args.until < 0:
         print(f"--until must be >= 0 seconds, got {args.until:g}", file=sys.stderr)

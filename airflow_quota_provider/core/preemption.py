@@ -38,6 +38,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
+from airflow_quota_provider.core.admission import within_own
 from airflow_quota_provider.core.jobs import RunningJob, WaitingJob
 from airflow_quota_provider.core.model import QueueConfig, Resources, Share, VictimOrder
 from airflow_quota_provider.core.reasons import PreemptionKind
@@ -103,14 +104,21 @@ def plan_preemption(
     what its share owns.
     """
     config = state.config
+    may_reclaim = within_own(after, share, job.demand)
+    if not may_reclaim and not share.in_share_preemption:
+        return Plan(None)  # a borrower with no in-share preemption has no candidate
     need = _Need(config, share, dict(job.demand), held)
     short = need.short_units(after)
-    reclaim, protected_until = _reclaim_candidates(
-        state, after, running, job, share, short, now, excluded
+    reclaim, protected_until = (
+        _reclaim_candidates(state, running, share, short, now, excluded)
+        if may_reclaim
+        else ([], None)
     )
     candidates = _ordered(config, reclaim, now, borrowers_first=True) + _ordered(
         config, _in_share_candidates(state, job, share, excluded), now, borrowers_first=False
     )
+    if not candidates:
+        return Plan(None, protected_until)
     scratch, holding = after.copy(), running.copy()
     chosen: list[Victim] = []
     for candidate in candidates:
@@ -160,17 +168,15 @@ def _owned(share: Share | None, unit: str) -> int:
 
 def _reclaim_candidates(
     state: QueueState,
-    after: UsageView,
     running: UsageView,
-    job: WaitingJob,
     share: Share,
     short: set[str],
     now: float,
     excluded: Collection[str],
 ) -> tuple[list[RunningJob], float | None]:
+    """Jobs of other shares above what they own (a job may reclaim only if its share
+    stays within what it owns, which the caller checked)."""
     config = state.config
-    if not all(after.used(share.name, u) + d <= share.owns(u) for u, d in job.demand.items()):
-        return [], None
     candidates: list[RunningJob] = []
     protected_until: float | None = None
     for other, usage in state.usage_by_share().items():

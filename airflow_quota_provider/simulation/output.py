@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -43,7 +44,8 @@ def percentile(values: Sequence[float], fraction: float) -> float:
     """Nearest-rank percentile of sorted ``values``."""
     if not values:
         return 0.0
-    rank = max(1, min(len(values), round(fraction * len(values) + 0.5)))
+    # the smallest value with at least ``fraction`` of the values at or below it
+    rank = max(1, min(len(values), math.ceil(fraction * len(values) - 1e-9)))
     return values[rank - 1]
 
 

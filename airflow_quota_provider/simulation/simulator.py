@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 from airflow_quota_provider.core import (
     Decisions,
@@ -80,6 +80,17 @@ class Result:
     cycles: int
 
 
+class Observer(Protocol):
+    """Told the state each time the clock moves on, before anything changes it, e.g. a
+    :class:`~airflow_quota_provider.simulation.metrics.Meter`."""
+
+    def elapse(
+        self, start: float, end: float, state: QueueState, pending: Mapping[str, Mapping[str, int]]
+    ) -> None:
+        """``state``, with ``pending`` instances per share and unit waiting, held from
+        ``start`` until ``end``."""
+
+
 class Simulator:
     """One run of a :class:`Scenario`; ``run`` may be called once."""
 
@@ -89,6 +100,7 @@ class Simulator:
         *,
         record_timeline: bool = True,
         on_progress: Callable[[float], None] | None = None,
+        observer: Observer | None = None,
     ) -> None:
         self.scenario = scenario
         self.config: QueueConfig = scenario.config
@@ -100,6 +112,9 @@ class Simulator:
         self.timeline: list[TimelineEntry] = []
         self.record = record_timeline
         self.on_progress = on_progress
+        self.observer = observer
+        self.pending: dict[str, dict[str, int]] = {}
+        """Instances per share and unit asked for by waiting jobs."""
         self.used: dict[str, float] = dict.fromkeys(self.config.capacity, 0.0)
         self.offered: dict[str, float] = dict.fromkeys(self.config.capacity, 0.0)
         self.preemption_count = 0
@@ -157,6 +172,8 @@ class Simulator:
     def _advance(self, to: float) -> None:
         elapsed = to - self.now
         if elapsed > 0:
+            if self.observer is not None:
+                self.observer.elapse(self.now, to, self.state, self.pending)
             for unit, used in self.state_total().items():
                 self.used[unit] = self.used.get(unit, 0.0) + used * elapsed
             for unit, capacity in self.config.capacity.items():
@@ -188,6 +205,9 @@ class Simulator:
 
     def _settle(self) -> None:
         for _ in range(MAX_CYCLES_PER_INSTANT):
+            if not self.state.waiting_count:
+                # a cycle decides only for waiting jobs: with none, it would decide nothing
+                return
             decisions = schedule(self.state, self.now)
             self.cycles += 1
             again = self._apply_decisions(decisions)
@@ -201,7 +221,7 @@ class Simulator:
         """Apply one cycle; whether another cycle at the same instant may decide more."""
         for failure in decisions.fail:
             job = self.jobs[failure.job_id]
-            self.state.remove_waiting(job.spec.id)
+            self._wait_less(self.state.remove_waiting(job.spec.id))
             self._end(job, "FAILED", failure.code.value, failure.message)
         for admission in decisions.admit:
             self._start(self.jobs[admission.job_id], dict(admission.borrowed))
@@ -247,12 +267,13 @@ class Simulator:
             self._end(job, "REJECTED", refusal.code.value, refusal.message)
             return
         job.status = "RUNNABLE"
-        self.state.add_waiting(waiting)
+        self._wait_more(waiting)
         self._log("submit", spec.id, spec.share, _describe(spec))
 
     def _start(self, job: SimJob, borrowed: dict[str, int]) -> None:
         spec = job.spec
         waiting = self.state.remove_waiting(spec.id)
+        self._wait_less(waiting)
         job.status = "RUNNING"
         job.serial += 1
         job.attempts.append(Attempt(self.now, borrowed))
@@ -295,8 +316,19 @@ class Simulator:
             self._end(job, "FAILED", FailureCode.PREEMPTION_RETRIES_EXHAUSTED.value, message)
             return
         job.status = "RUNNABLE"
-        self.state.add_waiting(running.requeued())
+        self._wait_more(running.requeued())
         self._log("requeue", spec.id, spec.share, f"resumes from {kept:g}s of work")
+
+    def _wait_more(self, job: WaitingJob) -> None:
+        self.state.add_waiting(job)
+        pending = self.pending.setdefault(job.share, {})
+        for unit, count in job.demand.items():
+            pending[unit] = pending.get(unit, 0) + count
+
+    def _wait_less(self, job: WaitingJob) -> None:
+        pending = self.pending[job.share]
+        for unit, count in job.demand.items():
+            pending[unit] -= count
 
     def _end(self, job: SimJob, status: str, reason: str | None, message: str | None) -> None:
         job.status, job.reason, job.message = status, reason, message

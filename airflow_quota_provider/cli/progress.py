@@ -1,0 +1,56 @@
+"""A progress bar on a terminal for replays that run longer than a few seconds."""
+
+from __future__ import annotations
+
+import sys
+import time
+from types import TracebackType
+from typing import TextIO
+
+SHOW_AFTER_SECONDS = 2.0
+"""Runs shorter than this print nothing."""
+_REDRAW_SECONDS = 0.2
+_WIDTH = 30
+
+
+class ProgressBar:
+    """Shows how far the virtual clock is towards ``total`` seconds, on ``stream`` if it
+    is a terminal; redraws at most five times a second and clears itself at the end."""
+
+    def __init__(self, label: str, total: float, stream: TextIO | None = None) -> None:
+        self.label = label
+        self.total = total
+        self.stream = stream if stream is not None else sys.stderr
+        self.enabled = self.stream.isatty()
+        self.started = time.monotonic()
+        self.next_draw = self.started + SHOW_AFTER_SECONDS
+        self.drawn = False
+
+    def update(self, virtual_now: float) -> None:
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if now < self.next_draw:
+            return
+        self.next_draw = now + _REDRAW_SECONDS
+        done = 1.0 if self.total <= 0 else min(1.0, virtual_now / self.total)
+        filled = round(done * _WIDTH)
+        bar = "#" * filled + "-" * (_WIDTH - filled)
+        days = virtual_now / 86400
+        line = f"\r{self.label} [{bar}] {done:4.0%} day {days:.1f}, {now - self.started:.0f}s"
+        self.stream.write(line)
+        self.stream.flush()
+        self.drawn = True
+
+    def __enter__(self) -> ProgressBar:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if self.drawn:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()

@@ -1,0 +1,89 @@
+"""``airflow-quota trace export``: a job queue's service-job history as a replayable trace."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import time
+from typing import Any
+
+from airflow_quota_provider.cli.sync import batch_client
+from airflow_quota_provider.simulation.trace_export import export_jobs
+from airflow_quota_provider.sync.errors import AwsCallFailed
+
+_SINCE = re.compile(r"(\d+)([smhd])")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def _since(text: str) -> float:
+    match = _SINCE.fullmatch(text.strip())
+    if match is None or int(match.group(1)) == 0:
+        raise argparse.ArgumentTypeError(
+            f"must be a positive duration such as 30d, 12h, 90m or 600s, got {text!r}"
+        )
+    return int(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+
+
+def add_parser(commands: Any) -> None:
+    trace: argparse.ArgumentParser = commands.add_parser(
+        "trace", help="job traces for simulate --trace", description="Job traces."
+    )
+    actions = trace.add_subparsers(dest="action", required=True, metavar="ACTION")
+    export: argparse.ArgumentParser = actions.add_parser(
+        "export",
+        help="write a queue's service jobs as a csv trace",
+        description="Read the service jobs a job queue had in a recent period (AWS Batch or "
+        "the local endpoint) and write them as a csv trace for simulate --trace, so the "
+        "same demand can be replayed under another quota config.",
+    )
+    export.add_argument("--job-queue", required=True, help="the AWS Batch job queue")
+    export.add_argument(
+        "--since",
+        type=_since,
+        default=_since("30d"),
+        metavar="DURATION",
+        help="how far back jobs were created: 30d (default), 12h, 90m, 600s",
+    )
+    export.add_argument("--output", "-o", metavar="FILE", help="csv file; default stdout")
+    export.add_argument("--aws-conn-id", help="Airflow connection to use")
+    export.add_argument("--region", help="AWS region, overriding the environment or connection")
+    export.add_argument("--endpoint-url", help="Batch endpoint, e.g. the local endpoint's URL")
+    export.set_defaults(handler=run_export)
+
+
+def _described(batch: Any, job_queue: str, since_ms: int) -> list[dict[str, Any]]:
+    """Every service job of ``job_queue`` created after ``since_ms``, described."""
+    params: dict[str, Any] = {
+        "jobQueue": job_queue,
+        "filters": [{"name": "AFTER_CREATED_AT", "values": [str(since_ms)]}],
+    }
+    jobs = []
+    while True:
+        page = batch.list_service_jobs(**params)
+        for summary in page.get("jobSummaryList", []):
+            jobs.append(batch.describe_service_job(jobId=summary["jobId"]))
+        token = page.get("nextToken")
+        if not token:
+            return jobs
+        params["nextToken"] = token
+
+
+def run_export(args: argparse.Namespace) -> int:
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    now_ms = int(time.time() * 1000)
+    try:
+        batch = batch_client(args)
+        jobs = _described(batch, args.job_queue, now_ms - int(args.since * 1000))
+    except (AwsCallFailed, BotoCoreError, ClientError) as error:
+        print(f"error: reading the service jobs of {args.job_queue}: {error}", file=sys.stderr)
+        return 1
+    export = export_jobs(jobs)
+    if args.output:
+        with open(args.output, "w", encoding="utf-8", newline="") as file:
+            export.write(file)
+    else:
+        export.write(sys.stdout)
+    print(export.summary(args.job_queue), file=sys.stderr)
+    return 0

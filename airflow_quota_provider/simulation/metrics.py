@@ -1,0 +1,211 @@
+"""What a replay did to each share: use, waiting demand and broken guarantees over time.
+
+A :class:`Meter` is told the queue's state each time the replay's clock moves
+on (the state held from one instant to the next) and integrates, per share and
+unit:
+
+- ``used``: instances held (jobs being preempted included, they still hold them);
+- ``borrowed``: the part of ``used`` beyond what the share owns;
+- ``pending``: instances asked for by the share's waiting jobs;
+- ``wanted`` (whole queue only): the capacity jobs could have used, the
+  smaller of the queue's capacity and what runs plus what waits; used over
+  wanted is 1 for a scheduler that never leaves capacity idle while jobs wait;
+- ``guarantee_violation``: waiting demand the share's guarantee covers but
+  which does not run: the share's waiting jobs, taken in dispatch order while
+  they fit together in what it owns and does not use. A job that would take
+  its share beyond what it owns is not covered (it would borrow), so neither
+  is anything behind it.
+
+Guarantees are those of the config the meter is given (the config as
+written), whatever policy the replay schedules with.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from airflow_quota_provider.core.model import QueueConfig
+from airflow_quota_provider.core.state import QueueState
+from airflow_quota_provider.simulation.output import number, percentile
+from airflow_quota_provider.simulation.simulator import Result, SimJob
+
+Usage = dict[str, dict[str, int]]
+"""Instances per share and unit at one moment."""
+
+
+@dataclass
+class Integrals:
+    """Unit-seconds of one share, per unit."""
+
+    used: dict[str, float] = field(default_factory=dict)
+    borrowed: dict[str, float] = field(default_factory=dict)
+    pending: dict[str, float] = field(default_factory=dict)
+    violation: dict[str, float] = field(default_factory=dict)
+
+
+class Meter:
+    """Time integrals per share of a replay; optionally the usage after every instant."""
+
+    def __init__(self, config: QueueConfig, *, series: bool = False) -> None:
+        self.owned = {share.name: dict(share.capacity) for share in config.shares}
+        self.capacity = dict(config.capacity)
+        self.wanted: dict[str, float] = {}
+        self.integrals: dict[str, Integrals] = {}
+        self.series: list[tuple[float, Usage]] | None = [] if series else None
+
+    def elapse(
+        self, start: float, end: float, state: QueueState, pending: Mapping[str, Mapping[str, int]]
+    ) -> None:
+        """``state`` (and the waiting demand ``pending``) held from ``start`` until ``end``."""
+        elapsed = end - start
+        demand: dict[str, int] = {}
+        self._use(elapsed, state, demand)
+        self._wait(elapsed, state, pending, demand)
+        for unit, count in demand.items():
+            wanted = min(count, self.capacity.get(unit, 0))
+            self.wanted[unit] = self.wanted.get(unit, 0.0) + wanted * elapsed
+        if self.series is not None:
+            used = {s: dict(u) for s, u in state.usage_by_share().items() if any(u.values())}
+            self.series.append((start, used))
+
+    def _use(self, elapsed: float, state: QueueState, demand: dict[str, int]) -> None:
+        for share, usage in state.usage_by_share().items():
+            sums = self._of(share)
+            owned = self.owned.get(share, {})
+            for unit, count in usage.items():
+                if count:
+                    sums.used[unit] = sums.used.get(unit, 0.0) + count * elapsed
+                    demand[unit] = demand.get(unit, 0) + count
+                    extra = count - owned.get(unit, 0)
+                    if extra > 0:
+                        sums.borrowed[unit] = sums.borrowed.get(unit, 0.0) + extra * elapsed
+
+    def _wait(
+        self,
+        elapsed: float,
+        state: QueueState,
+        pending: Mapping[str, Mapping[str, int]],
+        demand: dict[str, int],
+    ) -> None:
+        for share, waiting in pending.items():
+            if not any(waiting.values()):
+                continue
+            sums = self._of(share)
+            for unit, count in waiting.items():
+                sums.pending[unit] = sums.pending.get(unit, 0.0) + count * elapsed
+                demand[unit] = demand.get(unit, 0) + count
+            for unit, count in self._owed(share, state).items():
+                sums.violation[unit] = sums.violation.get(unit, 0.0) + count * elapsed
+
+    def _owed(self, share: str, state: QueueState) -> dict[str, int]:
+        """Waiting demand of ``share`` its guarantee covers now (see the module docstring)."""
+        owned = self.owned.get(share)
+        if not owned:
+            return {}
+        holds = state.usage(share)
+        room = {unit: owned[unit] - holds.get(unit, 0) for unit in owned}
+        if not any(free > 0 for free in room.values()):
+            return {}
+        owed: dict[str, int] = {}
+        for _, _, job_id in state.queue(share):
+            job = state.waiting_job(job_id)
+            if job is None or any(room.get(u, 0) < n for u, n in job.demand.items()):
+                break
+            for unit, count in job.demand.items():
+                room[unit] -= count
+                owed[unit] = owed.get(unit, 0) + count
+        return owed
+
+    def _of(self, share: str) -> Integrals:
+        sums = self.integrals.get(share)
+        if sums is None:
+            sums = self.integrals[share] = Integrals()
+        return sums
+
+
+def _total(values: list[dict[str, float]]) -> dict[str, float]:
+    total: dict[str, float] = {}
+    for value in values:
+        for unit, amount in value.items():
+            total[unit] = total.get(unit, 0.0) + amount
+    return total
+
+
+def _units(values: Mapping[str, float]) -> dict[str, int | float]:
+    return {unit: number(round(amount, 3)) for unit, amount in sorted(values.items())}
+
+
+def _waits(jobs: list[SimJob]) -> dict[str, int | float]:
+    waits = sorted(j.attempts[0].start - j.spec.submit for j in jobs if j.attempts)
+    return {
+        "mean": number(sum(waits) / len(waits)) if waits else 0,
+        "p50": number(percentile(waits, 0.50)),
+        "p95": number(percentile(waits, 0.95)),
+        "p99": number(percentile(waits, 0.99)),
+        "max": number(waits[-1]) if waits else 0,
+    }
+
+
+def _counts(jobs: list[SimJob]) -> dict[str, int]:
+    counts = dict.fromkeys(("succeeded", "failed", "rejected", "runnable", "running"), 0)
+    for job in jobs:
+        key = job.status.lower()
+        if key in counts:
+            counts[key] += 1
+    return counts
+
+
+def _block(
+    jobs: list[SimJob], sums: list[Integrals], capacity: Mapping[str, float]
+) -> dict[str, Any]:
+    """The metrics of a group of jobs and their shares' integrals; ``capacity`` is the
+    unit-seconds utilization is relative to."""
+    used = _total([s.used for s in sums])
+    lost = sum(a.work_lost for job in jobs for a in job.attempts)
+    return {
+        "utilization": {
+            unit: round(used.get(unit, 0.0) / offered, 4) if offered else None
+            for unit, offered in sorted(capacity.items())
+        },
+        "used_unit_seconds": _units(used),
+        "borrowed_unit_seconds": _units(_total([s.borrowed for s in sums])),
+        "wait_seconds": _waits(jobs),
+        "pending_unit_seconds": _units(_total([s.pending for s in sums])),
+        "guarantee_violation_unit_seconds": _units(_total([s.violation for s in sums])),
+        "preemptions": sum(job.preemptions for job in jobs),
+        "lost_work_unit_seconds": number(round(lost, 3)),
+        "jobs": _counts(jobs),
+    }
+
+
+def replay_metrics(result: Result, meter: Meter, wall_seconds: float) -> dict[str, Any]:
+    """The trace metrics, overall and per share.
+
+    A share's ``utilization`` is relative to what it owns (above 1 when it
+    borrows; ``null`` for a unit it owns none of); the overall one to the queue's
+    capacity until the last job ended, and ``demand_utilization`` to the
+    capacity jobs wanted (see the module docstring).
+    """
+    by_share: dict[str, list[SimJob]] = {share: [] for share in meter.owned}
+    for job in result.jobs.values():
+        by_share.setdefault(job.spec.share, []).append(job)
+    per_share = {}
+    for share, jobs in sorted(by_share.items()):
+        sums = meter.integrals.get(share, Integrals())
+        owned = {u: n * result.end for u, n in meter.owned.get(share, {}).items()}
+        per_share[share] = _block(jobs, [sums], owned)
+    overall = _block(
+        list(result.jobs.values()), list(meter.integrals.values()), result.capacity_unit_seconds
+    )
+    overall["demand_utilization"] = {
+        unit: round(overall_used / wanted, 4) if (wanted := meter.wanted.get(unit)) else None
+        for unit, overall_used in sorted(_total([s.used for s in meter.integrals.values()]).items())
+    }
+    overall["preemptions"] = result.preemptions
+    overall["end"] = number(result.end)
+    overall["cycles"] = result.cycles
+    overall["wall_seconds"] = round(wall_seconds, 3)
+    overall["per_share"] = per_share
+    return overall
