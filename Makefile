@@ -32,6 +32,8 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/engine.py
 	$(BIN)/python benchmarks/simulate.py
 	$(BIN)/python benchmarks/trace_replay.py
+	$(BIN)/python benchmarks/emulator.py
+	$(BIN)/python benchmarks/view.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
