@@ -14,7 +14,8 @@
         ├── ServiceJobFailed        it ended FAILED; .failure_reason (SageMaker's)
         │   └── PreemptionRetriesExhausted  FAILED after its last allowed preemption
         ├── ServiceJobPreempted     preempted while the task asked to stop at a preemption
-        └── ServiceJobTimeout       still not finished after the task's wait limit
+        ├── ServiceJobTimeout       still not finished after the task's wait limit
+        └── PollingFailed           its status could not be read max_poll_failures polls in a row
 """
 
 from __future__ import annotations
@@ -154,3 +155,10 @@ class ServiceJobPreempted(ServiceJobError):
 
 class ServiceJobTimeout(ServiceJobError):
     """The service job had not finished when the task's wait limit ran out."""
+
+
+class PollingFailed(ServiceJobError):
+    """The job's status could not be read ``max_poll_failures`` polls in a row.
+
+    The job itself may still be running: a retry of the task reattaches to it.
+    """
