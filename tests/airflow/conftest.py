@@ -23,7 +23,9 @@ os.environ.setdefault("AIRFLOW__CORE__DAGS_FOLDER", os.path.join(_HOME, "dags"))
 import asyncio  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
-from collections.abc import AsyncIterator, Iterator  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+from collections.abc import AsyncIterator, Callable, Iterator  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
@@ -100,3 +102,19 @@ async def drive(
         await asyncio.to_thread(endpoint.advance, step)
     await task
     return collected
+
+
+def once(condition: Callable[[], bool], action: Callable[[], None]) -> threading.Thread:
+    """A thread that does ``action`` as soon as ``condition`` holds (checked every 10 ms, 60 s)."""
+
+    def watch() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if condition():
+                action()
+                return
+            time.sleep(0.01)
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    return thread

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -12,6 +11,7 @@ import pytest
 
 from airflow_quota_provider.emulator.faults import FaultOptions, Faults
 from airflow_quota_provider.triggers.service_job import ServiceJobTrigger
+from tests.airflow.conftest import once
 from tests.airflow.test_operator import run_task
 from tests.emulator.conftest import TWO_SHARES, Endpoint, serve
 
@@ -69,17 +69,13 @@ def test_failing_polling_rounds_give_up_after_max_poll_failures(
 def fail_requests_once_polling_starts(endpoint: Endpoint) -> threading.Thread:
     """From the poller's first ListServiceJobs on, answer every AWS request with a 500."""
 
-    def watch() -> None:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if endpoint.stats()["operations"].get("batch.ListServiceJobs"):
-                endpoint.emulator.faults = Faults(FaultOptions(error_rate=1.0))
-                return
-            time.sleep(0.005)
+    def polling() -> bool:
+        return bool(endpoint.stats()["operations"].get("batch.ListServiceJobs"))
 
-    thread = threading.Thread(target=watch, daemon=True)
-    thread.start()
-    return thread
+    def fail() -> None:
+        endpoint.emulator.faults = Faults(FaultOptions(error_rate=1.0))
+
+    return once(polling, fail)
 
 
 @pytest.mark.usefixtures("airflow_db")

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
@@ -21,7 +20,7 @@ from airflow_quota_provider.emulator.faults import FaultOptions
 from airflow_quota_provider.hooks.batch import BatchQuotaHook
 from airflow_quota_provider.hooks.submission import TaskIdentity, build_request
 from airflow_quota_provider.triggers.service_job import ServiceJobTrigger
-from tests.airflow.conftest import drive
+from tests.airflow.conftest import drive, once
 from tests.airflow.test_operator import run_task
 from tests.emulator.conftest import (
     QUEUE,
@@ -85,20 +84,13 @@ def throttled_submits(endpoint: Endpoint) -> int:
 
 def reclaim_when_running(endpoint: Endpoint, job_name: str) -> threading.Thread:
     """Once ``job_name`` runs borrowing, an nlp job (not from Airflow) reclaims nlp's capacity."""
+    batch = patient(endpoint)
 
-    def reclaim() -> None:
-        batch = patient(endpoint)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            running = batch.list_service_jobs(jobQueue=QUEUE, jobStatus="RUNNING")
-            if any(j["jobName"] == job_name for j in running["jobSummaryList"]):
-                submit_job(batch, "nlp", 2, duration=30, name="owner")
-                return
-            time.sleep(0.02)
+    def running() -> bool:
+        jobs = batch.list_service_jobs(jobQueue=QUEUE, jobStatus="RUNNING")["jobSummaryList"]
+        return any(job["jobName"] == job_name for job in jobs)
 
-    thread = threading.Thread(target=reclaim, daemon=True)
-    thread.start()
-    return thread
+    return once(running, lambda: submit_job(batch, "nlp", 2, duration=30, name="owner"))
 
 
 @pytest.mark.usefixtures("airflow_db")
