@@ -92,6 +92,17 @@ def get_provider_info() -> dict[str, Any]:
                         "example": "300",
                         "default": "60",
                     },
+                    "max_poll_failures": {
+                        "description": (
+                            "A deferred QuotaTrainingOperator fails (PollingFailed) once its "
+                            "job's status could not be read this many polls in a row, when "
+                            "the task does not set max_poll_failures."
+                        ),
+                        "version_added": "0.1.0",
+                        "type": "integer",
+                        "example": "20",
+                        "default": "10",
+                    },
                 },
             }
         },

@@ -14,7 +14,8 @@
         ├── ServiceJobFailed        it ended FAILED; .failure_reason (SageMaker's)
         │   └── PreemptionRetriesExhausted  FAILED after its last allowed preemption
         ├── ServiceJobPreempted     preempted while the task asked to stop at a preemption
-        └── ServiceJobTimeout       still not finished after the task's wait limit
+        ├── ServiceJobTimeout       still not finished after the task's wait limit
+        └── PollingFailed           its status could not be read max_poll_failures polls in a row
     ViewError                       the GPU Quotas view or ``airflow-quota status`` cannot answer
     ├── UnknownQueue(LookupError)   no such job queue; .job_queue, .known
     └── UnknownJob(LookupError)     no such service job; .job_id
@@ -177,3 +178,10 @@ class UnknownJob(ViewError, LookupError):
     def __init__(self, job_id: str) -> None:
         self.job_id = job_id
         super().__init__(f"service job {job_id!r} does not exist")
+
+
+class PollingFailed(ServiceJobError):
+    """The job's status could not be read ``max_poll_failures`` polls in a row.
+
+    The job itself may still be running: a retry of the task reattaches to it.
+    """

@@ -12,7 +12,7 @@ Three figures per size, medians:
 - ``cycle``: ``schedule(state, now)`` on a kept state (what the emulator and
   the simulator pay per cycle);
 - ``full``: building the state from plain job lists, then one cycle (what a
-  caller pays that holds no state); the issue's bound applies to this one;
+  caller pays that holds no state); the bound in bounds.yaml applies to this one;
 - ``explain``: formatting the reason of every waiting job of that cycle (paid
   only by a caller that reads them all, e.g. a status page).
 """

@@ -7,7 +7,7 @@ share with ``MISCONFIGURATION:QUOTA_MANAGEMENT_LIMIT_EXCEEDED``.
 
 ``clientToken``: the same token with the same request returns the job it
 created; with a different request it is refused. (The API reference says the
-second identical request "is rejected"; the issue asks for the first
+second identical request "is rejected"; we take the first
 reading, which is also how other AWS idempotency tokens behave.)
 """
 

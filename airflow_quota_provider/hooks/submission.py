@@ -80,7 +80,17 @@ def check_admission(
     """Raise if the share is missing or DISABLED, or could never hold the job's instances."""
     demand = instances_of(training_config)
     assert isinstance(demand, dict)  # validate_training_config ran first
-    refusal = check_submission(config, WaitingJob(name, share, demand, priority))
+    check_demand(config, share, demand, priority, name)
+
+
+def check_demand(
+    config: QueueConfig, share: str, demand: Mapping[str, int], priority: int, name: str
+) -> None:
+    """Raise if the share is missing or DISABLED, or could never hold ``demand``.
+
+    :raises ShareUnavailable, CannotFit, AdmissionRefused: with the core's reason.
+    """
+    refusal = check_submission(config, WaitingJob(name, share, dict(demand), priority))
     if refusal is None:
         return
     code, message = refusal.code, refusal.message

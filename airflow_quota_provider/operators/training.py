@@ -11,6 +11,7 @@ from airflow.sdk import conf
 
 from airflow_quota_provider import metrics
 from airflow_quota_provider.exceptions import (
+    PollingFailed,
     PreemptionRetriesExhausted,
     ServiceJobFailed,
     ServiceJobPreempted,
@@ -72,6 +73,9 @@ class QuotaTrainingOperator(AwsBaseOperator[BatchQuotaHook]):
         a job RUNNABLE N seconds after submission is raised to P.
     :param cancel_on_kill: terminate the job if the task is killed or, while
         deferred, marked failed/succeeded or cleared by a user.
+    :param max_poll_failures: while deferred, fail (``PollingFailed``) once the
+        job's status could not be read this many polls in a row; default
+        ``[quota_provider] max_poll_failures``; ``None`` keeps trying.
     :param aws_conn_id: the Airflow connection used for AWS credentials.
         If ``None`` or empty, boto3's default credential chain is used.
     :param region_name: AWS region name; default boto3's.
@@ -109,6 +113,9 @@ class QuotaTrainingOperator(AwsBaseOperator[BatchQuotaHook]):
         stop_on_preemption: bool = False,
         escalate_priority: dict[str, Any] | None = None,
         cancel_on_kill: bool = True,
+        max_poll_failures: int | None = conf.getint(
+            "quota_provider", "max_poll_failures", fallback=10
+        ),
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -128,6 +135,7 @@ class QuotaTrainingOperator(AwsBaseOperator[BatchQuotaHook]):
         self.stop_on_preemption = stop_on_preemption
         self.escalate_priority = escalate_priority
         self.cancel_on_kill = cancel_on_kill
+        self.max_poll_failures = max_poll_failures
         self.job_id: str | None = None
 
     def execute(self, context: Context) -> dict[str, Any]:
@@ -206,6 +214,7 @@ class QuotaTrainingOperator(AwsBaseOperator[BatchQuotaHook]):
             max_wait_seconds=self.max_wait_seconds,
             escalate_priority=self.escalate_priority,
             cancel_on_kill=self.cancel_on_kill,
+            max_poll_failures=self.max_poll_failures,
             aws_conn_id=self.aws_conn_id,
             region_name=self.region_name,
             verify=self.verify,
@@ -237,6 +246,8 @@ class QuotaTrainingOperator(AwsBaseOperator[BatchQuotaHook]):
             return ServiceJobPreempted(event["message"], job_id, reason)
         if event["status"] == "timeout":
             return ServiceJobTimeout(event["message"], job_id, reason)
+        if event["status"] == "error":
+            return PollingFailed(event["message"], job_id, reason)
         failure = self._failure_reason(event)
         message = f"{event['message']}; SageMaker FailureReason: {failure or 'none'}"
         if reason and reason.startswith(RETRIES_EXHAUSTED):

@@ -11,6 +11,7 @@ from airflow.providers.amazon.aws.utils.mixins import aws_template_fields
 from airflow.sdk import conf
 
 from airflow_quota_provider.hooks.batch import BatchQuotaHook
+from airflow_quota_provider.hooks.submission import check_demand
 from airflow_quota_provider.triggers.capacity import QuotaCapacityTrigger, shortfall
 
 if TYPE_CHECKING:
@@ -20,6 +21,10 @@ if TYPE_CHECKING:
 class QuotaCapacitySensor(AwsBaseSensor[BatchQuotaHook]):
     """Succeed when ``quota_share`` could start ``capacity`` now: its own idle capacity plus
     what it may borrow (capacity it lent out does not count: getting it back needs a preemption).
+
+    Fails at once (``ShareUnavailable``, ``CannotFit``, ``AdmissionRefused``) if
+    the share does not exist or is DISABLED, or ``capacity`` is not instances
+    per type of the queue or more than the share could ever hold.
 
     :param job_queue: the Batch job queue (name or ARN). (templated)
     :param quota_share: the share that would run the work. (templated)
@@ -54,6 +59,9 @@ class QuotaCapacitySensor(AwsBaseSensor[BatchQuotaHook]):
         self.poll_interval = poll_interval
 
     def execute(self, context: Context) -> Any:
+        # A missing, DISABLED or too small share would keep the sensor waiting forever.
+        config = self.hook.queue_config(self.job_queue)
+        check_demand(config, self.quota_share, self.capacity, 0, self.task_id)
         if not self.deferrable or self.poke(context):
             return super().execute(context)
         self.defer(

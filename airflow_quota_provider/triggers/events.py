@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from typing import Literal, TypedDict
 
-Outcome = Literal["success", "failed", "preempted", "timeout"]
+Outcome = Literal["success", "failed", "preempted", "timeout", "error"]
 
 
 class ServiceJobEvent(TypedDict):
     """How a followed service job ended (or why following it stopped).
 
     :param status: ``success`` (SUCCEEDED), ``failed`` (FAILED), ``preempted``
-        (preempted while the task asked to stop at a preemption) or ``timeout``
-        (the task's wait limit ran out first).
+        (preempted while the task asked to stop at a preemption), ``timeout``
+        (the task's wait limit ran out first) or ``error`` (the job's status
+        could not be read ``max_poll_failures`` polls in a row).
     :param job_status: the service job's own status when the event fired.
     :param training_job_arns: the SageMaker training job of each attempt, in order.
     :param queued_seconds: time the job did not run (from creation to end, minus run time).

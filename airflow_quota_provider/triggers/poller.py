@@ -1,11 +1,16 @@
 """One poller per (job queue, region, connection) in a triggerer process, shared by its triggers.
 
 Every interval the poller lists the queue's unfinished jobs once per status
-(``ListServiceJobs``, all pages), reads ``GetJobQueueSnapshot`` if a followed
-job is RUNNABLE, and calls ``DescribeServiceJob`` only for followed jobs whose
-summary changed (or that left the unfinished lists, i.e. ended). Each
-follower then gets the latest description. So N triggers on one queue cost
-about ``6 + pages + changed jobs`` calls per interval instead of N.
+(``ListServiceJobs``, all pages) and reads ``GetJobQueueSnapshot`` if a
+followed job is RUNNABLE. It calls ``DescribeServiceJob`` for a followed job
+only when its summary shows something the summary cannot tell in full: a new
+attempt, a return to waiting (a preemption, or a capacity error), or its end
+(it left the unfinished lists). Otherwise the job's last description gets
+the summary's status and status reason, which is all that changes while a job
+waits or starts (a waiting job's reason names its place in its share, so it
+changes whenever the queue moves). Each follower then gets the latest
+description. So N triggers on one queue cost about ``6 + pages + describes
+of jobs that started, went back or ended`` calls per interval instead of N.
 
 boto3 calls run in threads (``asyncio.to_thread``): the amazon provider's
 async path needs aiobotocore, an optional extra not installed here, and a
@@ -55,6 +60,9 @@ class QueuePoller:
         self._seen: dict[str, tuple[Any, ...]] = {}
         self._described: dict[str, Mapping[str, Any]] = {}
         self._wake = asyncio.Event()
+        self.rounds = 0
+        """Polling rounds done so far, failed ones included."""
+        self.failed_in_a_row = 0
         self._task = self.loop.create_task(self._run(), name=f"quota-poller-{key[0]}")
 
     @property
@@ -89,11 +97,25 @@ class QueuePoller:
             self._wake.clear()
             try:
                 await self.poll_once()
+                self.failed_in_a_row = 0
             except Exception as error:  # one bad round must not stop every follower
-                log.warning("polling job queue %s failed, retrying: %s", self.key[0], error)
+                self._failed(error)
+            self.rounds += 1
             interval = min(i for f in self._followers.values() for i in f.values())
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout=interval)
+
+    def _failed(self, error: Exception) -> None:
+        """Tell every follower the round failed; each decides when to give up."""
+        self.failed_in_a_row += 1
+        message = (
+            f"polling job queue {self.key[0]} failed "
+            f"({self.failed_in_a_row} round(s) in a row): {error}"
+        )
+        log.warning("%s", message)
+        for followers in list(self._followers.values()):
+            for queue in list(followers):
+                _offer(queue, Update(None, error=message))
 
     async def poll_once(self) -> None:
         hook = await self._get_hook()
@@ -128,6 +150,8 @@ class QueuePoller:
                 return Update(None, error=f"DescribeServiceJob {job_id} failed: {error}")
             self._seen[job_id] = mark
         job = self._described[job_id]
+        if summary is not None:
+            job = {**job, **{k: summary[k] for k in _FROM_SUMMARY if k in summary}}
         position = None
         if job.get("status") == "RUNNABLE" and snapshot:
             position = position_in(snapshot, job.get("jobArn") or "", job.get("quotaShareName"))
@@ -141,11 +165,17 @@ class QueuePoller:
         return self._hook
 
 
+_WAITING = ("SUBMITTED", "PENDING", "RUNNABLE")
+_FROM_SUMMARY = ("status", "statusReason", "startedAt")
+"""What a summary tells as well as a description, and fresher than the last one."""
+
+
 def _fingerprint(summary: Mapping[str, Any] | None) -> tuple[Any, ...]:
+    """What must change for a job to be described again (see the module docstring)."""
     if summary is None:
         return ("ended",)
     latest = ((summary.get("latestAttempt") or {}).get("serviceResourceId") or {}).get("value")
-    return (summary.get("status"), summary.get("statusReason"), latest, summary.get("startedAt"))
+    return (latest, summary.get("status") in _WAITING)
 
 
 def _offer(queue: Subscriber, update: Update) -> None:

@@ -31,6 +31,9 @@ class ServiceJobTrigger(QuotaBaseTrigger):
     :param escalate_priority: ``{"after_seconds": N, "priority": P}``: raise a
         job RUNNABLE for N seconds since submission to priority P.
     :param cancel_on_kill: terminate the job when a user kills the deferred task.
+    :param max_poll_failures: fire ``error`` once the job's status could not be
+        read this many polls in a row (each poll already retried by botocore);
+        ``None`` keeps trying forever.
     :param aws_conn_id, region_name, verify, botocore_config: the AWS connection,
         as for :class:`~airflow_quota_provider.triggers.base.QuotaBaseTrigger`.
     """
@@ -45,6 +48,7 @@ class ServiceJobTrigger(QuotaBaseTrigger):
         max_wait_seconds: float | None = None,
         escalate_priority: dict[str, Any] | None = None,
         cancel_on_kill: bool = True,
+        max_poll_failures: int | None = 10,
         aws_conn_id: str | None = "aws_default",
         region_name: str | None = None,
         verify: bool | str | None = None,
@@ -63,6 +67,7 @@ class ServiceJobTrigger(QuotaBaseTrigger):
         self.max_wait_seconds = max_wait_seconds
         self.escalate_priority = escalate_priority
         self.cancel_on_kill = cancel_on_kill
+        self.max_poll_failures = max_poll_failures
         self.last_job: dict[str, Any] | None = None
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
@@ -74,6 +79,7 @@ class ServiceJobTrigger(QuotaBaseTrigger):
             max_wait_seconds=self.max_wait_seconds,
             escalate_priority=self.escalate_priority,
             cancel_on_kill=self.cancel_on_kill,
+            max_poll_failures=self.max_poll_failures,
         )
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
@@ -93,11 +99,16 @@ class ServiceJobTrigger(QuotaBaseTrigger):
     async def _follow(
         self, poller: QueuePoller, updates: asyncio.Queue[Update], watch: JobWatch
     ) -> ServiceJobEvent:
+        failures = 0
         while True:
             update = await updates.get()
             if update.job is None:
+                failures += 1
                 self.log.warning("%s", update.error)
+                if self.max_poll_failures is not None and failures >= self.max_poll_failures:
+                    return self._gave_up(failures, update.error)
                 continue
+            failures = 0
             self.last_job = dict(update.job)
             lines, event = watch.observe(update.job, update.position)
             for line in lines:
@@ -129,6 +140,16 @@ class ServiceJobTrigger(QuotaBaseTrigger):
             f"{self.max_wait_seconds} s (max_wait_seconds)"
         )
         return outcome_of(job, "timeout", message)
+
+    def _gave_up(self, failures: int, error: str | None) -> ServiceJobEvent:
+        job = self.last_job or {"jobId": self.job_id, "status": "UNKNOWN"}
+        message = (
+            f"gave up following service job {self.job_id} (last seen "
+            f"{job['status']}): its status could not be read {failures} polls in a row "
+            f"(max_poll_failures); the job may still be running and a retry of the task "
+            f"reattaches to it; last error: {error}"
+        )
+        return outcome_of(job, "error", message)
 
     async def on_kill(self) -> None:
         """Terminate the service job when a user marks the task failed/succeeded or clears it.

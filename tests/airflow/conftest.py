@@ -21,9 +21,12 @@ os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
 os.environ.setdefault("AIRFLOW__CORE__DAGS_FOLDER", os.path.join(_HOME, "dags"))
 
 import asyncio  # noqa: E402
+import importlib.util  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
-from collections.abc import AsyncIterator, Iterator  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+from collections.abc import AsyncIterator, Callable, Iterator  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
@@ -100,3 +103,39 @@ async def drive(
         await asyncio.to_thread(endpoint.advance, step)
     await task
     return collected
+
+
+def once(condition: Callable[[], bool], action: Callable[[], None]) -> threading.Thread:
+    """A thread that does ``action`` as soon as ``condition`` holds (checked every 10 ms, 60 s)."""
+
+    def watch() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if condition():
+                action()
+                return
+            time.sleep(0.01)
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    return thread
+
+
+def run_dag_file(dag_id: str, source: str) -> Any:
+    """Write ``source`` (defining ``dag``) to the dags folder, ``dag.test()`` it; the DAG run.
+
+    ``dag.test()`` in Airflow 3.3 runs only DAGs it can serialize from the
+    DAG bundle, so the DAG is written to a file in the dags folder first.
+    """
+    folder = Path(os.environ["AIRFLOW__CORE__DAGS_FOLDER"])
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{dag_id}.py"
+    path.write_text(source)
+    try:
+        spec = importlib.util.spec_from_file_location(dag_id, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module.dag.test()
+    finally:
+        path.unlink()

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.airflow.conftest import run_dag_file
 from tests.emulator.conftest import G5, P4D, QUEUE, Endpoint, training_payload
 
 pytestmark = pytest.mark.usefixtures("airflow_db")
@@ -33,13 +31,7 @@ with DAG({dag_id!r}, schedule=None, start_date=START, catchup=False) as dag:
 
 
 def run_task(dag_id: str, **options: Any) -> tuple[str, Any]:
-    """Run one training task in ``dag.test()``; its final state and its XCom.
-
-    ``dag.test()`` in Airflow 3.3 runs only DAGs it can serialize from the
-    DAG bundle, so the DAG is written to a file in the dags folder first.
-    """
-    folder = Path(os.environ["AIRFLOW__CORE__DAGS_FOLDER"])
-    folder.mkdir(parents=True, exist_ok=True)
+    """Run one training task (``train``) in ``dag.test()``; its final state and its XCom."""
     settings = {
         "job_queue": QUEUE,
         "quota_share": "nlp",
@@ -48,17 +40,8 @@ def run_task(dag_id: str, **options: Any) -> tuple[str, Any]:
         "tags": {"emulator:duration-seconds": "60"},
         **options,
     }
-    path = folder / f"{dag_id}.py"
-    path.write_text(DAG_FILE.format(options=json.dumps(settings), dag_id=dag_id))
-    try:
-        spec = importlib.util.spec_from_file_location(dag_id, path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        run = module.dag.test()
-    finally:
-        path.unlink()
-    (ti,) = run.get_task_instances()
+    source = DAG_FILE.format(options=json.dumps(settings), dag_id=dag_id)
+    (ti,) = run_dag_file(dag_id, source).get_task_instances()
     return ti.state, ti.xcom_pull(task_ids="train") if ti.state == "success" else None
 
 

@@ -89,7 +89,7 @@ CASES = {
             )
         },
     ),
-    "the issue's example message for borrow_limit 0": Case(
+    "the README's example message for borrow_limit 0": Case(
         queue(
             share("nlp").capacity(**{"ml.p4d.24xlarge": 8}).lend_and_borrow(limit=0),
             share("cv").capacity(**{"ml.p4d.24xlarge": 8}).lend(),
