@@ -22,7 +22,7 @@ from airflow_quota_provider.hooks.submission import TaskIdentity, build_request,
 from airflow_quota_provider.links.batch_quota import ServiceJobLink, TrainingJobLink
 from airflow_quota_provider.operators.worker_wait import wait_in_worker
 from airflow_quota_provider.triggers.events import ServiceJobEvent
-from airflow_quota_provider.triggers.progress import JobWatch, outcome_of
+from airflow_quota_provider.triggers.progress import JobWatch, outcome_of, preemptions_of
 from airflow_quota_provider.triggers.service_job import ServiceJobTrigger
 
 if TYPE_CHECKING:
@@ -150,9 +150,10 @@ class QuotaTrainingOperator(AwsBaseOperator[BatchQuotaHook]):
         if job["status"] in TERMINAL_STATUSES:
             self.log.info("service job %s had already ended %s", job_id, job["status"])
             return self._finish(context, outcome_of(job, _outcome(job), f"service job {job_id}"))
-        watch = JobWatch(job_id, self.stop_on_preemption)
+        # Preemptions before this try (a retry reattaching) do not stop it.
+        watch = JobWatch(job_id, self.stop_on_preemption, preemptions_of(job))
         if self.deferrable:
-            self.defer(trigger=self._trigger(job_id), method_name="execute_complete")
+            self.defer(trigger=self._trigger(watch), method_name="execute_complete")
         event = wait_in_worker(
             self.hook,
             watch,
@@ -205,12 +206,13 @@ class QuotaTrainingOperator(AwsBaseOperator[BatchQuotaHook]):
         )
         return answer
 
-    def _trigger(self, job_id: str) -> ServiceJobTrigger:
+    def _trigger(self, watch: JobWatch) -> ServiceJobTrigger:
         return ServiceJobTrigger(
-            job_id=job_id,
+            job_id=watch.job_id,
             job_queue=self.job_queue,
             poll_interval=self.poll_interval,
             stop_on_preemption=self.stop_on_preemption,
+            preempted_before=watch.preempted_before,
             max_wait_seconds=self.max_wait_seconds,
             escalate_priority=self.escalate_priority,
             cancel_on_kill=self.cancel_on_kill,

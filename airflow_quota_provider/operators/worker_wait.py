@@ -12,8 +12,8 @@ from airflow_quota_provider.triggers.events import ServiceJobEvent
 from airflow_quota_provider.triggers.progress import (
     JobWatch,
     escalation_due,
-    outcome_of,
     position_in,
+    timed_out,
 )
 
 
@@ -27,7 +27,7 @@ def wait_in_worker(
     log: logging.Logger | Any,
 ) -> ServiceJobEvent:
     """Describe the job every ``poll_interval`` until :class:`JobWatch` says it ended."""
-    deadline = None if max_wait_seconds is None else time.monotonic() + max_wait_seconds
+    deadline = time.monotonic() + (max_wait_seconds or 0)
     while True:
         job = hook.describe_service_job(watch.job_id)
         position, now = None, None
@@ -49,7 +49,6 @@ def wait_in_worker(
                 priority,
             )
             hook.update_service_job_priority(watch.job_id, priority)
-        if deadline is not None and time.monotonic() >= deadline:
-            message = f"service job {watch.job_id} still {job['status']} (max_wait_seconds)"
-            return outcome_of(job, "timeout", message)
+        if max_wait_seconds is not None and time.monotonic() >= deadline:
+            return timed_out(job, max_wait_seconds)
         time.sleep(poll_interval)

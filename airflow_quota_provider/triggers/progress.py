@@ -42,31 +42,31 @@ class JobWatch:
 
     :param stop_on_preemption: end with a ``preempted`` event at the first
         preemption seen instead of waiting for AWS to requeue the job.
+    :param preempted_before: preemptions the job had when the task took it on
+        (submitted it, or reattached to it); only later ones stop it.
     """
 
     job_id: str
     stop_on_preemption: bool = False
+    preempted_before: int = 0
     status: str | None = None
     reason: str | None = None
     position: Position | None = None
     training_jobs: list[str] = field(default_factory=list)
     preempted_attempts: set[str] = field(default_factory=set)
-    started: bool = False
 
     def observe(
         self, job: Mapping[str, Any], position: Position | None = None
     ) -> tuple[list[str], ServiceJobEvent | None]:
         """The log lines ``job`` (a ``DescribeServiceJob`` answer) calls for, and the end event."""
         lines = self._attempts(job) + self._preemptions(job) + self._status(job, position)
-        new_preemption = any(line.startswith("preempted") for line in lines)
         status = job["status"]
         if status == "SUCCEEDED":
             return lines, outcome_of(job, "success", f"service job {self.job_id} SUCCEEDED")
         if status == "FAILED":
             return lines, outcome_of(job, "failed", f"service job {self.job_id} FAILED")
-        if new_preemption and self.stop_on_preemption and self.started:
+        if self.stop_on_preemption and preemptions_of(job) > self.preempted_before:
             return lines, outcome_of(job, "preempted", f"service job {self.job_id} was preempted")
-        self.started = True
         return lines, None
 
     def _status(self, job: Mapping[str, Any], position: Position | None) -> list[str]:
@@ -126,6 +126,10 @@ def describe_position(position: Position, job: Mapping[str, Any]) -> str:
     return f"{place}, {head} in share {share}"
 
 
+def preemptions_of(job: Mapping[str, Any]) -> int:
+    return int((job.get("preemptionSummary") or {}).get("preemptedAttemptCount") or 0)
+
+
 def training_job_arns(job: Mapping[str, Any]) -> list[str]:
     arns = []
     for attempt in job.get("attempts") or ():
@@ -155,12 +159,21 @@ def outcome_of(job: Mapping[str, Any], status: Outcome, message: str) -> Service
         job_status=job["status"],
         status_reason=reason,
         attempts=len(attempts),
-        preemptions=int((job.get("preemptionSummary") or {}).get("preemptedAttemptCount") or 0),
+        preemptions=preemptions_of(job),
         training_job_arns=training_job_arns(job),
         queued_seconds=max(0, total_ms - run_ms) / 1000,
         run_seconds=run_ms / 1000,
         message=f"{message}: {reason}" if reason else message,
     )
+
+
+def timed_out(job: Mapping[str, Any], max_wait_seconds: float) -> ServiceJobEvent:
+    """The ``timeout`` event of a job still not ended after ``max_wait_seconds``."""
+    message = (
+        f"service job {job['jobId']} still {job['status']} after {max_wait_seconds:g} s "
+        f"(max_wait_seconds)"
+    )
+    return outcome_of(job, "timeout", message)
 
 
 def when(millis: Any) -> str:

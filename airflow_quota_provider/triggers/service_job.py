@@ -11,7 +11,12 @@ from airflow.triggers.base import TriggerEvent
 from airflow_quota_provider.triggers.base import QuotaBaseTrigger
 from airflow_quota_provider.triggers.events import ServiceJobEvent
 from airflow_quota_provider.triggers.poller import QueuePoller, Update, poller_for
-from airflow_quota_provider.triggers.progress import JobWatch, escalation_due, outcome_of
+from airflow_quota_provider.triggers.progress import (
+    JobWatch,
+    escalation_due,
+    outcome_of,
+    timed_out,
+)
 
 KILL_REASON = "Airflow task was marked failed, succeeded or cleared by a user"
 
@@ -27,6 +32,8 @@ class ServiceJobTrigger(QuotaBaseTrigger):
     :param poll_interval: seconds between polls.
     :param stop_on_preemption: fire ``preempted`` at the first preemption
         instead of waiting while AWS requeues the job.
+    :param preempted_before: preemptions the job had when the task took it on;
+        only later ones count for ``stop_on_preemption``.
     :param max_wait_seconds: fire ``timeout`` after this long; ``None`` waits forever.
     :param escalate_priority: ``{"after_seconds": N, "priority": P}``: raise a
         job RUNNABLE for N seconds since submission to priority P.
@@ -45,6 +52,7 @@ class ServiceJobTrigger(QuotaBaseTrigger):
         job_queue: str,
         poll_interval: float = 30,
         stop_on_preemption: bool = False,
+        preempted_before: int = 0,
         max_wait_seconds: float | None = None,
         escalate_priority: dict[str, Any] | None = None,
         cancel_on_kill: bool = True,
@@ -64,6 +72,7 @@ class ServiceJobTrigger(QuotaBaseTrigger):
         self.job_queue = job_queue
         self.poll_interval = poll_interval
         self.stop_on_preemption = stop_on_preemption
+        self.preempted_before = preempted_before
         self.max_wait_seconds = max_wait_seconds
         self.escalate_priority = escalate_priority
         self.cancel_on_kill = cancel_on_kill
@@ -76,6 +85,7 @@ class ServiceJobTrigger(QuotaBaseTrigger):
             job_queue=self.job_queue,
             poll_interval=self.poll_interval,
             stop_on_preemption=self.stop_on_preemption,
+            preempted_before=self.preempted_before,
             max_wait_seconds=self.max_wait_seconds,
             escalate_priority=self.escalate_priority,
             cancel_on_kill=self.cancel_on_kill,
@@ -85,13 +95,14 @@ class ServiceJobTrigger(QuotaBaseTrigger):
     async def run(self) -> AsyncIterator[TriggerEvent]:
         poller = poller_for((self.job_queue, self.region_name, self.aws_conn_id), self.hook)
         updates = poller.follow(self.job_id, self.poll_interval)
-        watch = JobWatch(self.job_id, self.stop_on_preemption)
+        watch = JobWatch(self.job_id, self.stop_on_preemption, self.preempted_before)
         try:
             event = await asyncio.wait_for(
                 self._follow(poller, updates, watch), timeout=self.max_wait_seconds
             )
         except TimeoutError:
-            event = self._timed_out(watch)
+            assert self.max_wait_seconds is not None  # no limit, no timeout
+            event = timed_out(self._last_seen(), self.max_wait_seconds)
         finally:
             poller.unfollow(self.job_id, updates)
         yield TriggerEvent(dict(event))  # type: ignore[no-untyped-call]
@@ -133,16 +144,11 @@ class ServiceJobTrigger(QuotaBaseTrigger):
         await asyncio.to_thread(hook.update_service_job_priority, self.job_id, priority)
         poller.refresh(self.job_id)
 
-    def _timed_out(self, watch: JobWatch) -> ServiceJobEvent:
-        job = self.last_job or {"jobId": self.job_id, "status": "UNKNOWN"}
-        message = (
-            f"service job {self.job_id} still {watch.status or 'unknown'} after "
-            f"{self.max_wait_seconds} s (max_wait_seconds)"
-        )
-        return outcome_of(job, "timeout", message)
+    def _last_seen(self) -> dict[str, Any]:
+        return self.last_job or {"jobId": self.job_id, "status": "UNKNOWN"}
 
     def _gave_up(self, failures: int, error: str | None) -> ServiceJobEvent:
-        job = self.last_job or {"jobId": self.job_id, "status": "UNKNOWN"}
+        job = self._last_seen()
         message = (
             f"gave up following service job {self.job_id} (last seen "
             f"{job['status']}): its status could not be read {failures} polls in a row "

@@ -32,7 +32,7 @@ from typing import Any  # noqa: E402
 
 import pytest  # noqa: E402
 
-from tests.emulator.conftest import TWO_SHARES, Endpoint, serve  # noqa: E402
+from tests.emulator.conftest import QUEUE, TWO_SHARES, Endpoint, serve, submit  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -139,3 +139,18 @@ def run_dag_file(dag_id: str, source: str) -> Any:
         return module.dag.test()
     finally:
         path.unlink()
+
+
+def reclaim_once_running(endpoint: Endpoint, job_name: str, batch: Any = None) -> threading.Thread:
+    """Once ``job_name`` holds capacity, an nlp job (not from Airflow) of 2 p4d takes back nlp's.
+
+    With :data:`TWO_SHARES`, a vision job of 3 p4d borrows one of nlp's: it is preempted.
+    """
+    client = batch or endpoint.client("batch")
+    by_name = [{"name": "JOB_NAME", "values": [job_name]}]
+
+    def holding() -> bool:
+        jobs = client.list_service_jobs(jobQueue=QUEUE, filters=by_name)["jobSummaryList"]
+        return any(job["status"] in ("SCHEDULED", "STARTING", "RUNNING") for job in jobs)
+
+    return once(holding, lambda: submit(client, "nlp", 2, duration=30, name="owner"))

@@ -9,7 +9,6 @@ submits again with the same ``clientToken``, which must return the same job.
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
@@ -20,7 +19,7 @@ from airflow_quota_provider.emulator.faults import FaultOptions
 from airflow_quota_provider.hooks.batch import BatchQuotaHook
 from airflow_quota_provider.hooks.submission import TaskIdentity, build_request
 from airflow_quota_provider.triggers.service_job import ServiceJobTrigger
-from tests.airflow.conftest import drive, once
+from tests.airflow.conftest import drive, reclaim_once_running
 from tests.airflow.test_operator import run_task
 from tests.emulator.conftest import (
     QUEUE,
@@ -82,17 +81,6 @@ def throttled_submits(endpoint: Endpoint) -> int:
     return int(outcomes.get("TooManyRequestsException", 0))
 
 
-def reclaim_when_running(endpoint: Endpoint, job_name: str) -> threading.Thread:
-    """Once ``job_name`` runs borrowing, an nlp job (not from Airflow) reclaims nlp's capacity."""
-    batch = patient(endpoint)
-
-    def running() -> bool:
-        jobs = batch.list_service_jobs(jobQueue=QUEUE, jobStatus="RUNNING")["jobSummaryList"]
-        return any(job["jobName"] == job_name for job in jobs)
-
-    return once(running, lambda: submit_job(batch, "nlp", 2, duration=30, name="owner"))
-
-
 @pytest.mark.usefixtures("airflow_db")
 def test_tasks_end_right_and_submit_once_under_throttling(
     throttled: Endpoint, capsys: pytest.CaptureFixture[str]
@@ -120,14 +108,14 @@ def test_tasks_end_right_and_submit_once_under_throttling(
             tags={"emulator:duration-seconds": "600", "emulator:fail-after-seconds": "5"},
         ),
     }
-    reclaimer = reclaim_when_running(throttled, "borrower-train")
+    reclaimer = reclaim_once_running(throttled, "borrower-train", patient(throttled))
     outcomes["borrower"] = run_task(
         "borrower",
         deferrable=True,
         retries=3,
         quota_share="vision",
         training_config=training_payload(3),
-        tags={"emulator:duration-seconds": "120"},
+        tags={"emulator:duration-seconds": "300"},  # time for a throttled reclaimer
     )
     reclaimer.join()
     log = capsys.readouterr().out

@@ -129,12 +129,12 @@ def test_priority_escalation_raises_a_starving_job(
     waiting = submit(endpoint.batch, "nlp", 1, duration=60, name="waiting", schedulingPriority=1)
     endpoint.advance(1)
     guard = {"after_seconds": 30, "priority": 900}
-    asyncio.run(_collect(trigger(waiting, max_wait_seconds=3.0, escalate_priority=guard)))
+    asyncio.run(_collect(trigger(waiting, max_wait_seconds=6.0, escalate_priority=guard)))
     assert endpoint.batch.describe_service_job(jobId=waiting)["schedulingPriority"] == 1
     log = capsys.readouterr().out
     assert f"service job {waiting} RUNNABLE, position 1 in the queue, first in share nlp" in log
     endpoint.advance(40)
-    asyncio.run(_collect(trigger(waiting, max_wait_seconds=3.0, escalate_priority=guard)))
+    asyncio.run(_collect(trigger(waiting, max_wait_seconds=6.0, escalate_priority=guard)))
     assert endpoint.batch.describe_service_job(jobId=waiting)["schedulingPriority"] == 900
     assert "raising its priority from 1 to 900" in capsys.readouterr().out
     assert status(endpoint.batch, blocker) == "RUNNING"
