@@ -51,7 +51,10 @@ def run(args: argparse.Namespace) -> int:
     if args.time_scale <= 0:
         print("airflow-quota demo: --time-scale must be > 0", file=sys.stderr)
         return 1
-    shutil.rmtree(args.workdir, ignore_errors=True)  # every run starts afresh
+    problem = _fresh_workdir(args.workdir)
+    if problem:
+        print(f"airflow-quota demo: {problem}", file=sys.stderr)
+        return 1
     settings = StackSettings(
         workdir=args.workdir.resolve(),
         dags_folder=args.dags_folder.resolve(),
@@ -65,10 +68,27 @@ def run(args: argparse.Namespace) -> int:
         os.environ.update(stack.env)
         try:
             return _play(stack, keep=args.keep)
-        except (ProcessFailed, TimeoutError, RuntimeError) as error:
+        except (ProcessFailed, TimeoutError, RuntimeError, OSError) as error:
             print(f"airflow-quota demo failed: {error}", file=sys.stderr)
             print(f"logs: {settings.workdir / 'logs'}", file=sys.stderr)
             return 1
+
+
+MARKER = ".airflow-quota-demo"
+"""Written into the work folder, so a later run knows the folder is the demo's to empty."""
+
+
+def _fresh_workdir(workdir: Path) -> str | None:
+    """Empty ``workdir`` for a new run; refuse a folder the demo did not make."""
+    if workdir.exists() and any(workdir.iterdir()) and not (workdir / MARKER).exists():
+        return (
+            f"--workdir {workdir} is not empty and was not made by airflow-quota demo; "
+            "name a new or empty folder"
+        )
+    shutil.rmtree(workdir, ignore_errors=True)  # every run starts afresh
+    workdir.mkdir(parents=True)
+    (workdir / MARKER).touch()
+    return None
 
 
 def _play(stack: Stack, *, keep: bool) -> int:

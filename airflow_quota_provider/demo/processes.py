@@ -96,10 +96,10 @@ class Processes:
         for managed in self.started.values():
             code = managed.popen.poll()
             if code is not None:
-                tail = _tail(managed.log_path)
+                last = tail(managed.log_path)
                 raise ProcessFailed(
                     f"{managed.name} exited with code {code}; last lines of "
-                    f"{managed.log_path}:\n{tail}"
+                    f"{managed.log_path}:\n{last}"
                 )
 
     def stop(self, name: str) -> None:
@@ -112,7 +112,12 @@ class Processes:
         if self._closed:
             return
         self._closed = True
-        _stop([m.popen for m in self.started.values()])
+        try:
+            _stop([m.popen for m in self.started.values()])
+        finally:
+            # Reached on a second Ctrl-C during the grace period too: no group outlives us.
+            for managed in self.started.values():
+                _signal_group(managed.popen, signal.SIGKILL)
         self.started.clear()
         for sig, handler in self._previous.items():
             with contextlib.suppress(ValueError):  # not the main thread
@@ -131,6 +136,9 @@ class Processes:
         self.close()
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        if self._closed:  # a second signal while stopping: stop waiting, kill now
+            for managed in self.started.values():
+                _signal_group(managed.popen, signal.SIGKILL)
         self.close()
         raise SystemExit(128 + signum)
 
@@ -148,9 +156,14 @@ def wait_for(
     :class:`ProcessFailed` as soon as one of the processes has ended.
     """
     deadline = time.monotonic() + timeout
-    while not ready():
+    while True:
         if processes is not None:
-            processes.check()
+            processes.check()  # first: a dead server explains why ready() cannot answer
+        try:
+            if ready():
+                return
+        except OSError:  # not listening yet, or restarting: not ready
+            pass
         if time.monotonic() > deadline:
             raise TimeoutError(f"timed out after {timeout:g} s waiting for {what}")
         time.sleep(every)
@@ -174,7 +187,7 @@ def _signal_group(popen: subprocess.Popen[bytes], sig: int) -> None:
         os.killpg(popen.pid, sig)
 
 
-def _tail(path: Path, lines: int = 30) -> str:
+def tail(path: Path, lines: int = 30) -> str:
     try:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
     except OSError as error:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from airflow_quota_provider.demo.airflow_api import AirflowApi
-from airflow_quota_provider.demo.processes import Processes, wait_for
+from airflow_quota_provider.demo.processes import Processes, tail, wait_for
 
 AIRFLOW_COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
 
@@ -79,7 +79,12 @@ class Stack:
             self.start_component(component)
         wait_for("the Airflow api-server", self.api.healthy, 180, self.processes)
         for dag_id in dag_ids:
-            wait_for(f"DAG {dag_id} to be parsed", partial(self.api.has_dag, dag_id), 180)
+            wait_for(
+                f"DAG {dag_id} to be parsed",
+                partial(self.api.has_dag, dag_id),
+                180,
+                self.processes,
+            )
 
     def start_component(self, component: str) -> None:
         command = [sys.executable, "-m", "airflow", component]
@@ -125,10 +130,7 @@ class Stack:
         wait_for("the local AWS endpoint", self._emulator_up, 60, self.processes, every=0.2)
 
     def _emulator_up(self) -> bool:
-        try:
-            self.clock()
-        except OSError:
-            return False
+        self.clock()  # wait_for takes a refused connection as "not yet"
         return True
 
     def _migrate(self) -> None:
@@ -143,8 +145,7 @@ class Stack:
                 check=False,
             )
         if done.returncode != 0:
-            tail = "\n".join(log_path.read_text(errors="replace").splitlines()[-20:])
-            raise RuntimeError(f"airflow db migrate failed (see {log_path}):\n{tail}")
+            raise RuntimeError(f"airflow db migrate failed (see {log_path}):\n{tail(log_path)}")
 
     def _airflow_env(self) -> dict[str, str]:
         settings = self.settings

@@ -16,6 +16,7 @@ the same story whatever the machine's speed.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -112,14 +113,15 @@ class Story:
                     self.stack.processes,
                 )
         finally:
-            self.stack.set_time_scale(scale)
+            with contextlib.suppress(OSError):  # a dead endpoint is reported by wait_for
+                self.stack.set_time_scale(scale)
         self.say(f"(emulated clock running again at {scale:g}x)")
 
     def submitted(self, task: Task) -> bool:
         return self.status(task) is not None
 
     def status(self, task: Task) -> str | None:
-        for job in self.narrator.jobs.values():
+        for job in list(self.narrator.jobs.values()):  # the narrator's thread adds to it
             if job.get("jobName") == task.job_name:
                 return str(job["status"])
         return None

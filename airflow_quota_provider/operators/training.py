@@ -135,6 +135,15 @@ class QuotaTrainingOperator(AwsBaseOperator[BatchQuotaHook]):
         self.stop_on_preemption = stop_on_preemption
         self.escalate_priority = escalate_priority
         self.cancel_on_kill = cancel_on_kill
+        if max_poll_failures is not None and (
+            isinstance(max_poll_failures, bool)
+            or not isinstance(max_poll_failures, int)
+            or max_poll_failures < 1
+        ):
+            raise ValueError(
+                f"max_poll_failures must be a whole number >= 1 (polls in a row) or None "
+                f"(never give up), got {max_poll_failures!r}"
+            )
         self.max_poll_failures = max_poll_failures
         self.job_id: str | None = None
 

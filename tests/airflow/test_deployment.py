@@ -45,7 +45,9 @@ def test_the_services_are_the_deployment(compose: dict[str, Any]) -> None:
     for name, service in services.items():
         for needed in service.get("depends_on", {}):
             assert needed in services, f"{name} depends on unknown service {needed}"
-    assert services["airflow-api-server"]["ports"] == ["8080:8080"]
+    # published on loopback only: the login and the JWT secret are examples
+    assert services["airflow-api-server"]["ports"] == ["127.0.0.1:8080:8080"]
+    assert services["aws-endpoint"]["ports"] == ["127.0.0.1:4599:4599"]
 
 
 def test_airflow_commands_exist_in_the_installed_airflow() -> None:

@@ -34,6 +34,7 @@ from airflow_quota_provider.demo.story import Story as DemoStory
 from airflow_quota_provider.triggers.service_job import KILL_REASON
 from tests.emulator.conftest import list_all_jobs, make_client
 
+pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 POSTGRES = "postgresql+psycopg2://postgres@127.0.0.1:5432/{database}"
 

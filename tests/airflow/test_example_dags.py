@@ -30,6 +30,7 @@ import pytest
 from airflow_quota_provider.config_file import load_config
 from tests.emulator.conftest import Endpoint, list_all_jobs, serve
 
+pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 DAGS = ROOT / "dags"
 QUEUE = "ml-training"

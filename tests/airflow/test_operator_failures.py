@@ -80,3 +80,23 @@ def test_an_instance_type_the_queue_lacks_raises_cannot_fit(
         "job queue ml-training has no ml.trn1.32xlarge; it has ml.g5.12xlarge, "
         "ml.p4d.24xlarge; share nlp can hold 4 ml.g5.12xlarge, 4 ml.p4d.24xlarge"
     ) in log
+
+
+@pytest.mark.parametrize(
+    "value", [0, -3, 2.5, True, "10"], ids=["zero", "negative", "float", "bool", "str"]
+)
+def test_max_poll_failures_must_be_a_whole_number_of_polls(value: object) -> None:
+    from airflow_quota_provider.operators.training import QuotaTrainingOperator
+
+    with pytest.raises(ValueError) as raised:
+        QuotaTrainingOperator(
+            task_id="train",
+            job_queue="q",
+            quota_share="nlp",
+            training_config={},
+            max_poll_failures=value,  # type: ignore[arg-type]
+        )
+    assert str(raised.value) == (
+        "max_poll_failures must be a whole number >= 1 (polls in a row) or None "
+        f"(never give up), got {value!r}"
+    )

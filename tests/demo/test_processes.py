@@ -95,3 +95,16 @@ def test_the_demo_refuses_bad_options_before_starting_anything(
     assert main(["demo", "--workdir", str(tmp_path / "w"), *args]) == 1
     assert capsys.readouterr().err == f"airflow-quota demo: {message}\n"
     assert not (tmp_path / "w").exists()
+
+
+def test_the_demo_never_empties_a_folder_it_did_not_make(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "precious.txt").write_text("keep me")
+    os.chdir(Path(__file__).resolve().parents[2])
+    assert main(["demo", "--workdir", str(tmp_path)]) == 1
+    assert capsys.readouterr().err == (
+        f"airflow-quota demo: --workdir {tmp_path} is not empty and was not made by "
+        "airflow-quota demo; name a new or empty folder\n"
+    )
+    assert [p.name for p in tmp_path.iterdir()] == ["precious.txt"]

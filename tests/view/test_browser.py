@@ -45,6 +45,7 @@ pytestmark = [
         "or apt-get install -y chromium chromium-driver)",
     ),
     pytest.mark.usefixtures("aws_env"),
+    pytest.mark.slow,
 ]
 
 
