@@ -35,7 +35,10 @@ def share_gauges(view: QueueView) -> Iterator[Gauge]:
     """Every gauge of one queue as ``(name, value, tags)``."""
     for share in view.shares:
         units = {u.unit: u for u in share.units}
-        for unit in sorted(set(units) | set(share.waiting_instances)):
+        # Every unit of the queue, zeros included: a gauge that stopped being sent
+        # would keep its last value (a share that borrowed once would seem to borrow forever).
+        queue_units = {c.unit for c in view.capacity}
+        for unit in sorted(queue_units | set(units) | set(share.waiting_instances)):
             figures = units.get(unit)
             values = {
                 "used": figures.used if figures else 0,
