@@ -105,14 +105,7 @@ class BatchBackend:
     def queues(self) -> list[QueueSummary]:
         with self._lock:
             if self._queues is None or self._queues[0] <= self._clock():
-                with _aws("DescribeJobQueues"):
-                    found = self.hook.list_job_queues()
-                summaries = [
-                    QueueSummary(q["jobQueueName"], q["jobQueueArn"], q.get("state", ""))
-                    for q in found
-                    if q.get("jobQueueType") == "SAGEMAKER_TRAINING"
-                ]
-                self._queues = (self._clock() + self.ttl, summaries)
+                self._queues = (self._clock() + self.ttl, self._known_queues())
             return list(self._queues[1])
 
     def queue(self, name: str) -> QueueView:
@@ -227,10 +220,13 @@ class BatchBackend:
             del self._ended[job_id]
 
     def _known_queues(self) -> list[QueueSummary]:
+        """The account's SageMaker training queues, read now (callers hold the lock or not)."""
         with _aws("DescribeJobQueues"):
             found = self.hook.list_job_queues()
         return [
-            QueueSummary(q["jobQueueName"], q["jobQueueArn"], q.get("state", "")) for q in found
+            QueueSummary(q["jobQueueName"], q["jobQueueArn"], q.get("state", ""))
+            for q in found
+            if q.get("jobQueueType") == "SAGEMAKER_TRAINING"
         ]
 
     def _events(self, job: Mapping[str, Any]) -> list[Any]:
