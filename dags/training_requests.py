@@ -51,7 +51,9 @@ def training_request(
 def emulated_timing(work_minutes: int, checkpoint_minutes: int) -> dict[str, str]:
     """Tags read only by the local AWS endpoint: how long the job trains and how often it saves.
 
-    On AWS they are ordinary tags; the training image decides both there.
+    On AWS they are ordinary tags; the training image decides both there. The
+    names are written out rather than imported from the endpoint's package, so
+    the DAGs import nothing that exists only for local runs.
     """
     return {
         "emulator:duration-seconds": str(work_minutes * 60),

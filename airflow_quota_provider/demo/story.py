@@ -44,6 +44,10 @@ SWEEP = Task("research_sweep", "sweep")
 NLP = Task("nlp_finetune", "finetune")
 RELEASE = Task("research_release_eval", "release_eval")
 TASKS = (VISION, SWEEP, NLP, RELEASE)
+RECLAIM_AFTER_SECONDS = 30 * 60
+"""Emulated time vision runs (two 15-minute checkpoints) before nlp is triggered."""
+IN_SHARE_AFTER_SECONDS = 10 * 60
+"""Emulated time nlp runs before the release evaluation is triggered."""
 DAG_IDS = tuple(task.dag_id for task in TASKS)
 
 
@@ -85,11 +89,11 @@ class Story:
         self.trigger(VISION, SWEEP)
         self.wait_status(VISION, "RUNNING")
         self.wait_status(SWEEP, "RUNNING")
-        self.wait_emulated(30 * 60)
+        self.wait_emulated(RECLAIM_AFTER_SECONDS)
         self.between_acts("reclaim")
         self.trigger(NLP)
         self.wait_status(NLP, "RUNNING")
-        self.wait_emulated(10 * 60)
+        self.wait_emulated(IN_SHARE_AFTER_SECONDS)
         self.between_acts("in-share")
         self.trigger(RELEASE)
         self.wait_status(RELEASE, "RUNNING")
