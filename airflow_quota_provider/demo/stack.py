@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import secrets
 import socket
 import subprocess
@@ -173,6 +174,10 @@ class Stack:
                     self.home / "passwords.json"
                 ),
                 "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
+                # the workers' and the triggerer's log servers: not the fixed defaults,
+                # which a second Airflow on this machine would hold already
+                "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(_free_port()),
+                "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT": str(_free_port()),
                 "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "1",
                 "AIRFLOW__QUOTA_PROVIDER__POLL_INTERVAL": f"{settings.poll_interval:g}",
                 # at an accelerated clock the GPU Quotas view must not lag behind
@@ -191,9 +196,19 @@ class Stack:
 
 
 def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
+    """A port free now, picked at random from a wide range.
+
+    The processes bind it seconds later; a random pick (rather than the
+    kernel's next ephemeral port) keeps two stacks started at the same time on
+    one machine from being handed the same port in between.
+    """
+    while True:
+        port = random.randint(20_000, 60_999)
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
         return port
 
 
