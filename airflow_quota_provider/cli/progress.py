@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
 import time
 from types import TracebackType
@@ -14,8 +15,9 @@ _WIDTH = 30
 
 
 class StatusLine:
-    """One line on ``stream`` if it is a terminal, rewritten by each :meth:`show` and
-    cleared at the end; nothing at all on a file or a pipe."""
+    """One line on ``stream`` if it is a terminal, rewritten by each :meth:`show` (cut
+    to the terminal's width, so it never wraps) and cleared at the end; nothing at all
+    on a file or a pipe."""
 
     def __init__(self, stream: TextIO | None = None) -> None:
         self.stream = stream if stream is not None else sys.stderr
@@ -26,7 +28,8 @@ class StatusLine:
     def show(self, text: str) -> None:
         if not self.enabled:
             return
-        self.stream.write(f"\r\x1b[K{text}")
+        width = shutil.get_terminal_size().columns - 1
+        self.stream.write(f"\r\x1b[K{text[:width]}")
         self.stream.flush()
         self.drawn = True
 

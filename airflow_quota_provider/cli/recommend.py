@@ -125,23 +125,8 @@ def run(args: argparse.Namespace) -> int:
     settings = ReplaySettings(
         Policy.AWS, args.load, args.checkpoint_interval, args.preemption_delay
     )
-
-    def evaluate(config: QueueConfig) -> Metrics:
-        return replay(config, trace, settings).metrics()
-
     started = time.perf_counter()
-    before = start_metrics = evaluate(start)
-    if current is not None and (current.capacity, current.shares) != (start.capacity, start.shares):
-        before = evaluate(current)  # a different capacity: the start is the config rescaled
-    with StatusLine() as line:
-
-        def progress(trial: Trial, best: Score) -> None:
-            line.show(
-                f"replay {trial.number}/{args.budget}, best mean wait {best.mean_wait / 60:,.1f}"
-                f" min; tried {trial.move}"
-            )
-
-        found = search(start, start_metrics, evaluate, args.budget, violation(before), progress)
+    found, before = _search(trace, settings, start, current, args.budget)
     wall = time.perf_counter() - started
     print(f"read {len(trace.jobs):,} jobs from {trace.source}", file=sys.stderr)
     label = "current" if current is not None else "start (split by work)"
@@ -150,6 +135,38 @@ def run(args: argparse.Namespace) -> int:
         yaml.safe_dump(config_to_dict(found.config), file, sort_keys=False)
     print(f"\nwritten to {args.output}")
     return 0
+
+
+def _search(
+    trace: Trace,
+    settings: ReplaySettings,
+    start: QueueConfig,
+    current: QueueConfig | None,
+    budget: int,
+) -> tuple[Search, Metrics]:
+    """The search's outcome and the metrics it is compared with: the current config's
+    (replayed apart, outside the budget, when ``--capacity`` rescaled it), else the start's."""
+
+    def evaluate(config: QueueConfig) -> Metrics:
+        return replay(config, trace, settings).metrics()
+
+    with StatusLine() as line:
+        line.show(f"replay 1/{budget}: the start")
+        before = start_metrics = evaluate(start)
+        if current is not None and (current.capacity, current.shares) != (
+            start.capacity,
+            start.shares,
+        ):
+            line.show("replaying the current config (its capacity differs)")
+            before = evaluate(current)
+
+        def progress(trial: Trial, best: Score) -> None:
+            line.show(
+                f"replay {trial.number}/{budget}, best mean wait {best.mean_wait / 60:,.1f}"
+                f" min; tried {trial.move}"
+            )
+
+        return search(start, start_metrics, evaluate, budget, violation(before), progress), before
 
 
 def _names(text: str | None, current: QueueConfig | None, trace: Trace) -> list[str]:

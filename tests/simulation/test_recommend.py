@@ -271,3 +271,40 @@ def test_a_proposal_aws_would_refuse_is_reported_as_the_proposal(
     code, last = _fails(["--trace", str(_trace(tmp_path, rows)), "--capacity", "gpu=4"], capsys)
     assert code == 1
     assert last.startswith("the proposal: shares: ")
+
+
+def test_a_larger_capacity_rescales_the_current_config_and_compares_with_it_as_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = _trace(tmp_path, "".join(f"b{i},0,b,0,gpu,1,600\n" for i in range(8)))
+    current = _config_file(tmp_path, config(5, share("a", 4, "RESERVE"), share("b", 1, "RESERVE")))
+    output = tmp_path / "proposal.yaml"
+    argv = ["--trace", str(trace), "--capacity", "gpu=10", "--config", str(current)]
+    assert main(["recommend", *argv, "--budget", "1", "-o", str(output)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    # one replay of the search (the start: 8 and 2 gpu), the current config's apart (b: 1 gpu)
+    assert lines[1].startswith("search: 1 replays of the whole trace (aws at load 1) in ")
+    assert [line.split()[:3] for line in lines[5:7]] == [
+        ["current", "20.0%", "35.0"],
+        ["proposed", "20.0%", "15.0"],
+    ]
+    assert owned(load_config(output)) == [("a", 8, "RESERVE"), ("b", 2, "RESERVE")]
+
+
+def test_without_a_config_the_start_is_the_split_by_work(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = _trace(tmp_path, "a1,0,a,0,gpu,3,600\nb1,0,b,0,gpu,1,600\n")
+    output = tmp_path / "proposal.yaml"
+    argv = ["--trace", str(trace), "--capacity", "gpu=4", "--shares", "a,b,idle"]
+    assert main(["recommend", *argv, "--job-queue", "ml", "-o", str(output)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].endswith("than the start (split by work) config (0 unit-h)")
+    assert lines[1].endswith("stopped at the local optimum; kept:")
+    proposal = load_config(output)
+    assert proposal.job_queue == "ml"
+    assert owned(proposal) == [
+        ("a", 3, "LEND_AND_BORROW"),
+        ("b", 1, "LEND_AND_BORROW"),
+        ("idle", 0, "LEND_AND_BORROW"),
+    ]
