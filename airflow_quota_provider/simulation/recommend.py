@@ -16,12 +16,13 @@ Each step derives moves from the last kept replay and tries them in order:
   becomes ``LEND_AND_BORROW`` without a borrow limit; a ``RESERVE`` share that
   leaves owned capacity idle becomes ``LEND`` (AWS reclaims lent capacity, so
   its guarantee stays);
+- *move* ``step`` instances of a unit from a share that leaves the largest
+  part of what it owns idle to a share with much waiting demand (the three of
+  each with the most, every pair); what a share owns is what reclaim gives
+  back to it;
 - *limit* a borrower: one of the three that borrow most gets the next lower
   borrow limit of :data:`BORROW_LIMITS` (under FIFO idle assignment a large
-  borrower can take all idle capacity ahead of others' jobs);
-- *move* ``step`` instances of a unit from a share that leaves much of what
-  it owns idle to a share with much waiting demand (the three of each with
-  the most, every pair); what a share owns is what reclaim gives back to it.
+  borrower can take all idle capacity ahead of others' jobs).
 
 The first move that scores better is kept and the moves are derived again from
 its replay; a move that did not help is not tried again at the same step. When
@@ -219,14 +220,14 @@ def moves(config: QueueConfig, metrics: Metrics, steps: Mapping[str, int]) -> It
     for share in _ranked(config, lambda s: _idle(per_share, s, end)):
         if share.sharing is Sharing.RESERVE and _idle(per_share, share, end) > 0:
             yield _open(config, share, Sharing.LEND)
+    for unit, step in sorted(steps.items()):
+        if step:
+            yield from _transfers(config, per_share, end, unit, step)
     for share in _ranked(config, lambda s: _borrowed(per_share, s.name))[:_RANKED]:
         lower = _lower_limit(share)
         if _borrowed(per_share, share.name) > 0 and lower is not None:
             opened = replace(share, borrow_limit=lower)
             yield Move(f"{share.name} borrow limit {lower}%", _with(config, opened))
-    for unit, step in sorted(steps.items()):
-        if step:
-            yield from _transfers(config, per_share, end, unit, step)
 
 
 def _transfers(
@@ -263,13 +264,15 @@ def _pending(per_share: Metrics, name: str, unit: str | None = None) -> float:
 
 
 def _idle(per_share: Metrics, share: Share, end: float, unit: str | None = None) -> float:
-    """Unit-seconds of what ``share`` owns that it did not use itself (lent or idle)."""
+    """The part of what ``share`` owns that it did not use itself (lent or idle), 0 to 1:
+    a share that uses little of a small guarantee gives before one that uses half of a
+    large one (whose bursts the guarantee serves)."""
     data = per_share.get(share.name, {})
     used, borrowed = data.get("used_unit_seconds", {}), data.get("borrowed_unit_seconds", {})
     units = [unit] if unit else list(share.capacity)
-    return float(
-        sum(share.owns(u) * end - (used.get(u, 0.0) - borrowed.get(u, 0.0)) for u in units)
-    )
+    owned = sum(share.owns(u) for u in units) * end
+    own_use = sum(used.get(u, 0.0) - borrowed.get(u, 0.0) for u in units)
+    return float(1 - own_use / owned) if owned > 0 else 0.0
 
 
 def _borrowed(per_share: Metrics, name: str) -> float:
