@@ -17,9 +17,9 @@ Each step derives moves from the last kept replay and tries them in order:
   leaves owned capacity idle becomes ``LEND`` (AWS reclaims lent capacity, so
   its guarantee stays);
 - *move* ``step`` instances of a unit from a share that leaves the largest
-  part of what it owns idle to a share with much waiting demand (the three of
-  each with the most, every pair); what a share owns is what reclaim gives
-  back to it;
+  part of what it owns idle to a share whose jobs waited longest all together
+  (its part of the mean wait; the three of each, every pair); what a share
+  owns is what reclaim gives back to it;
 - *limit* a borrower: one of the three that borrow most gets the next lower
   borrow limit of :data:`BORROW_LIMITS` (under FIFO idle assignment a large
   borrower can take all idle capacity ahead of others' jobs).
@@ -158,6 +158,7 @@ class Search:
     config: QueueConfig
     metrics: Metrics
     trials: tuple[Trial, ...]
+    allowance: float
     stopped: str
     """``budget`` (every replay spent) or ``local optimum`` (no move of one instance helps)."""
 
@@ -207,7 +208,7 @@ def search(
             steps = {unit: step // 2 for unit, step in steps.items()}
             failed.clear()
     stopped = "budget" if any(steps.values()) else "local optimum"
-    return Search(best, best_metrics, tuple(trials), stopped)
+    return Search(best, best_metrics, tuple(trials), allowance, stopped)
 
 
 def moves(config: QueueConfig, metrics: Metrics, steps: Mapping[str, int]) -> Iterator[Move]:
@@ -235,7 +236,7 @@ def _transfers(
 ) -> Iterator[Move]:
     waiting = [
         s
-        for s in _ranked(config, lambda s: _pending(per_share, s.name, unit))
+        for s in _ranked(config, lambda s: _waited(per_share, s.name))
         if _pending(per_share, s.name, unit) > 0
     ][:_RANKED]
     idle = [
@@ -261,6 +262,16 @@ def _ranked(config: QueueConfig, figure: Callable[[Share], float]) -> list[Share
 def _pending(per_share: Metrics, name: str, unit: str | None = None) -> float:
     pending = per_share.get(name, {}).get("pending_unit_seconds", {})
     return float(pending.get(unit, 0.0) if unit else sum(pending.values()))
+
+
+def _waited(per_share: Metrics, name: str) -> float:
+    """Seconds the share's jobs waited, all together: its part of the mean wait."""
+    data = per_share.get(name, {})
+    if not data:
+        return 0.0
+    jobs = data["jobs"]
+    started = jobs["succeeded"] + jobs["failed"] + jobs["running"]
+    return float(data["wait_seconds"]["mean"] * started)
 
 
 def _idle(per_share: Metrics, share: Share, end: float, unit: str | None = None) -> float:

@@ -194,7 +194,7 @@ def test_the_command_compares_the_proposal_and_writes_it(tmp_path: Path) -> None
     lines = done.stdout.splitlines()
     assert lines[0] == (
         "objective: least mean wait per job, with no more refused jobs and no more guarantee "
-        "violation than the current config (0 unit-h)"
+        "violation than the current config's (0.0 unit-h)"
     )
     assert lines[1].startswith("search: 4 replays of the whole trace (aws at load 1) in ")
     assert lines[1].endswith(" s, stopped at the budget; kept:")
@@ -308,7 +308,7 @@ def test_without_a_config_the_start_is_the_split_by_work(
     argv = ["--trace", str(trace), "--capacity", "gpu=4", "--shares", "a,b,idle"]
     assert main(["recommend", *argv, "--job-queue", "ml", "-o", str(output)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].endswith("than the start (split by work) config (0 unit-h)")
+    assert lines[0].endswith("than the start (split by work) config's (0.0 unit-h)")
     assert lines[1].endswith("stopped at the local optimum; kept:")
     proposal = load_config(output)
     assert proposal.job_queue == "ml"
@@ -317,3 +317,47 @@ def test_without_a_config_the_start_is_the_split_by_work(
         ("b", 1, "LEND_AND_BORROW"),
         ("idle", 0, "LEND_AND_BORROW"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("allow", "objective", "kept", "b_owns"),
+    [
+        ([], "the current config's (0.1 unit-h)", ["start"], 2),
+        (["--allow-violation", "0.5"], "the current config's plus 0.5 (0.6 unit-h)",
+         ["start", "1 gpu from a to b", "1 gpu from a to b", ""], 4),
+    ],
+    ids=["ruled out by the guarantees", "allowed more violation"],
+)  # fmt: skip
+def test_moves_that_break_guarantees_more_are_ruled_out_unless_allowed(
+    allow: list[str],
+    objective: str,
+    kept: list[str],
+    b_owns: int,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # b reclaims from c; every reclaim takes the 60 s preemption delay, during which
+    # b's guarantee is broken: the more b owns, the more violation
+    rows = "".join(f"c{i},0,c,0,gpu,1,1000\n" for i in range(10))
+    rows += "".join(f"b{i},10,b,0,gpu,1,100\n" for i in range(8))
+    current = _config_file(tmp_path, config(10, share("a", 8), share("b", 2), share("c", 0)))
+    output = tmp_path / "proposal.yaml"
+    argv = [
+        "--trace",
+        str(_trace(tmp_path, rows)),
+        "--capacity",
+        "gpu=10",
+        "--config",
+        str(current),
+    ]
+    argv += ["--preemption-delay", "60", "-o", str(output), *allow]
+    assert main(["recommend", *argv]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].endswith(f"no more guarantee violation than {objective}")
+    assert [line.split(":")[0].strip() for line in lines[2 : 2 + len(kept)]] == kept
+    if not allow:
+        assert lines[3] == (
+            "least wait ruled out by the guarantees: 1 gpu from a to b (replay 2), mean wait "
+            "1.5 min, 0.05 unit-h of violation beyond what is allowed (--allow-violation)"
+        )
+    assert load_config(output).share("b").owns("gpu") == b_owns  # type: ignore[union-attr]
