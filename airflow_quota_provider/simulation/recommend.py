@@ -4,7 +4,9 @@ The objective, compared in this order (smaller is better):
 
 1. jobs refused at submission;
 2. guarantee violation (unit-seconds, all units and shares) above the
-   *allowance*: the baseline config's violation;
+   *allowance*, the baseline config's violation; the caller measures it
+   against the guarantees shares have today (the baseline's), so taking a
+   share's capacity away does not hide its waiting;
 3. mean wait per job.
 
 So a proposal never refuses more jobs nor breaks guarantees more than the
