@@ -20,8 +20,8 @@ Each step derives moves from the last kept replay and tries them in order:
   its guarantee stays);
 - *move* ``step`` instances of a unit from a share that leaves the largest
   part of what it owns idle to a share whose jobs waited longest all together
-  (its part of the mean wait; the three of each, every pair); what a share
-  owns is what reclaim gives back to it;
+  (its part of the mean wait; the three of each, every pair), at most half
+  of what the donor owns; what a share owns is what reclaim gives back to it;
 - *limit* a borrower: one of the three that borrow most gets the next lower
   borrow limit of :data:`BORROW_LIMITS` (under FIFO idle assignment a large
   borrower can take all idle capacity ahead of others' jobs).
@@ -249,7 +249,7 @@ def _transfers(
     for receiver in waiting:
         for donor in idle:
             if donor.name != receiver.name:
-                count = min(step, donor.owns(unit))
+                count = min(step, max(1, donor.owns(unit) // 2))
                 yield Move(
                     f"{count} {unit} from {donor.name} to {receiver.name}",
                     _transfer(config, unit, count, donor.name, receiver.name),

@@ -143,7 +143,7 @@ def test_moves_open_shares_then_move_capacity_then_limit_the_biggest_borrowers()
         "c LEND_AND_BORROW without a borrow limit",  # it waits
         "c LEND",  # it left its 2 gpu idle for the first 10 s
         "3 gpu from b to c",  # b used none of its 6
-        "2 gpu from a to c",  # a's jobs ended at 1000 s, the replay at 3010 s
+        "1 gpu from a to c",  # half of what a owns; a's jobs ended at 1000 s, the replay at 3010 s
         "a borrow limit 200%",
     ]
     _, found = _search(
