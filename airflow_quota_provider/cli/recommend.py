@@ -9,6 +9,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -113,6 +114,8 @@ def run(args: argparse.Namespace) -> int:
         current = load_config(args.config) if args.config else None
         names = _names(args.shares, current, trace)
         capacity = _units(args.capacity, current)
+        if not Path(args.output).resolve().parent.is_dir():  # known before a long search
+            raise UsageError(f"argument --output: no folder {str(Path(args.output).parent)!r}")
         job_queue = args.job_queue or (current.job_queue if current else "recommended")
         # validated like a file, so a proposal is always a config AWS would accept
         start = parse_config(
@@ -137,8 +140,9 @@ def run(args: argparse.Namespace) -> int:
     extra = f" plus {args.allow_violation:g}" if args.allow_violation else ""
     allowed = f"the {label} config's{extra} ({found.allowance / 3600:,.1f} unit-h)"
     print(_report(settings, found, current or start, before, wall, label, allowed))
+    proposal = config_to_dict(parse_config(config_to_dict(found.config)))  # as a file says
     with open(args.output, "w", encoding="utf-8") as file:
-        yaml.safe_dump(config_to_dict(found.config), file, sort_keys=False)
+        yaml.safe_dump(proposal, file, sort_keys=False)
     print(f"\nwritten to {args.output}")
     return 0
 

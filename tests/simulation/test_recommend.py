@@ -259,11 +259,13 @@ def _fails(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, st
          "argument --shares: x not in the config; its shares are a, b"),
         (["--capacity", "cpu=4", "--config", "{config}"],
          "argument --capacity: the units must be the config's (gpu), got cpu"),
+        (["--capacity", "gpu=4", "-o", "/nonexistent/p.yaml"],
+         "argument --output: no folder '/nonexistent'"),
     ],
     ids=[
         "capacity without a count", "capacity of zero", "budget of zero", "budget not a number",
         "a unit twice", "an empty share name", "a share twice", "a trace share left out",
-        "a share the config lacks", "units other than the config's",
+        "a share the config lacks", "units other than the config's", "an output folder missing",
     ],
 )  # fmt: skip
 def test_bad_options_are_refused_word_for_word(
@@ -272,7 +274,7 @@ def test_bad_options_are_refused_word_for_word(
     trace = _trace(tmp_path, "a1,0,a,0,gpu,1,60\nb1,0,b,0,gpu,1,60\n")
     current = _config_file(tmp_path, config(4, share("a", 2), share("b", 2)))
     argv = [arg.replace("{config}", str(current)) for arg in argv]
-    code, last = _fails(["--trace", str(trace), *argv, "-o", str(tmp_path / "p.yaml")], capsys)
+    code, last = _fails(["--trace", str(trace), "-o", str(tmp_path / "p.yaml"), *argv], capsys)
     assert (code, last) == (2, f"airflow-quota recommend: error: {message}")
     assert not (tmp_path / "p.yaml").exists()
 
