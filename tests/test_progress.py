@@ -1,10 +1,11 @@
-"""The replay progress bar: drawn only on a terminal, only for long runs, cleared at the end."""
+"""Progress on a terminal: the replay bar and the status line, drawn only on a terminal
+and cleared at the end."""
 
 from __future__ import annotations
 
 import io
 
-from airflow_quota_provider.cli.progress import ProgressBar
+from airflow_quota_provider.cli.progress import ProgressBar, StatusLine
 
 
 class Terminal(io.StringIO):
@@ -30,3 +31,15 @@ def test_nothing_is_written_when_not_on_a_terminal() -> None:
         bar.next_draw = 0.0
         bar.update(50)
     assert stream.getvalue() == ""
+
+
+def test_a_status_line_rewrites_itself_on_a_terminal_and_clears_at_the_end() -> None:
+    stream = Terminal()
+    with StatusLine(stream) as line:
+        line.show("replay 1/16")
+        line.show("replay 2/16")
+    assert stream.getvalue() == "\r\x1b[Kreplay 1/16\r\x1b[Kreplay 2/16\r\x1b[K"
+    quiet = io.StringIO()
+    with StatusLine(quiet) as line:
+        line.show("replay 1/16")
+    assert quiet.getvalue() == ""

@@ -17,7 +17,9 @@ unit:
   is anything behind it.
 
 Guarantees are those of the config the meter is given (the config as
-written), whatever policy the replay schedules with.
+written), whatever policy the replay schedules with, or those of
+``guarantees`` when given: a proposed config measured against the guarantees
+it has to keep (what each share owns today).
 """
 
 from __future__ import annotations
@@ -48,8 +50,16 @@ class Integrals:
 class Meter:
     """Time integrals per share of a replay; optionally the usage after every instant."""
 
-    def __init__(self, config: QueueConfig, *, series: bool = False) -> None:
+    def __init__(
+        self,
+        config: QueueConfig,
+        *,
+        series: bool = False,
+        guarantees: QueueConfig | None = None,
+    ) -> None:
         self.owned = {share.name: dict(share.capacity) for share in config.shares}
+        kept = guarantees or config
+        self.guaranteed = {share.name: dict(share.capacity) for share in kept.shares}
         self.capacity = dict(config.capacity)
         self.wanted: dict[str, float] = {}
         self.integrals: dict[str, Integrals] = {}
@@ -101,7 +111,7 @@ class Meter:
 
     def _owed(self, share: str, state: QueueState) -> dict[str, int]:
         """Waiting demand of ``share`` its guarantee covers now (see the module docstring)."""
-        owned = self.owned.get(share)
+        owned = self.guaranteed.get(share)
         if not owned:
             return {}
         holds = state.usage(share)

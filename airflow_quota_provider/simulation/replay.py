@@ -84,16 +84,19 @@ def replay(
     *,
     series: bool = False,
     on_progress: Callable[[float], None] | None = None,
+    guarantees: QueueConfig | None = None,
 ) -> Replay:
     """Replay ``trace`` under ``config`` scheduled by ``settings.policy``.
 
     :param series: keep every share's usage after every instant (for plots).
     :param on_progress: called with the virtual time after every instant.
+    :param guarantees: measure guarantee violation against this config's shares
+        instead of ``config``'s (a proposal against what shares own today).
     """
     jobs = trace.at_load(settings.load).with_checkpoints(settings.checkpoint_interval)
     scheduled = policy_config(config, settings.policy, settings.extensions)
     scenario = Scenario(scheduled, jobs.jobs, (), settings.preemption_delay)
-    meter = Meter(config, series=series)
+    meter = Meter(config, series=series, guarantees=guarantees)
     start = time.perf_counter()
     simulator = Simulator(scenario, record_timeline=False, on_progress=on_progress, observer=meter)
     result = simulator.run()
