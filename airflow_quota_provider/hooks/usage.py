@@ -55,6 +55,15 @@ def queue_config_from_aws(
     )
 
 
+def demand_of(job: Mapping[str, Any]) -> dict[str, int]:
+    """Instances per type from a job's ``capacityUsage`` (a fraction counts as a whole one)."""
+    demand: dict[str, int] = {}
+    for item in job.get("capacityUsage") or ():
+        unit = item["capacityUnit"]
+        demand[unit] = demand.get(unit, 0) + math.ceil(float(item["quantity"]))
+    return demand
+
+
 def usage_from_jobs(jobs: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
     """Instances held per share and unit, from service job summaries holding capacity."""
     usage: dict[str, dict[str, int]] = {}
@@ -62,9 +71,8 @@ def usage_from_jobs(jobs: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, in
         if job.get("status") not in HOLDING_STATUSES:
             continue
         share = usage.setdefault(job.get("quotaShareName") or "", {})
-        for item in job.get("capacityUsage") or ():
-            unit = item["capacityUnit"]
-            share[unit] = share.get(unit, 0) + math.ceil(float(item["quantity"]))
+        for unit, count in demand_of(job).items():
+            share[unit] = share.get(unit, 0) + count
     return usage
 
 

@@ -17,7 +17,8 @@ from typing import Any
 from airflow_quota_provider.core.jobs import RunningJob
 from airflow_quota_provider.emulator.dispatch import PREEMPTION_HEADLINES
 from airflow_quota_provider.emulator.training import CHECKPOINT_INTERVAL_TAG
-from airflow_quota_provider.view.jobs import demand_of, task_link
+from airflow_quota_provider.hooks.usage import demand_of
+from airflow_quota_provider.view.jobs import task_link
 from airflow_quota_provider.view.model import PreemptionEvent
 
 _PREEMPTOR = re.compile(r"\bjob ([A-Za-z0-9_.:/-]+?)[,;)]?(?:\s|$)")

@@ -3,6 +3,8 @@ holds, whether a reclaim would take it next, and each time it was preempted."""
 
 from __future__ import annotations
 
+from airflow_quota_provider.hooks.usage import HOLDING_STATUSES
+from airflow_quota_provider.view.jobs import PREEMPTING
 from airflow_quota_provider.view.model import Explanation, JobView, PreemptionEvent, QueueView
 
 
@@ -17,8 +19,8 @@ def _summary(job: JobView, view: QueueView) -> str:
         return (
             f"{job.job_id} waits for {wants} in share {job.share}: {why or 'no reason given yet'}"
         )
-    if job.status in ("SCHEDULED", "STARTING", "RUNNING"):
-        if job.reason_code == "PREEMPTION_IN_PROGRESS":
+    if job.status in HOLDING_STATUSES:
+        if job.reason_code == PREEMPTING:
             return f"{job.job_id} is being preempted: {job.reason}"
         borrowing = ", borrowing" if job.borrowing else ""
         return f"{job.job_id} is {job.status} with {wants} in share {job.share}{borrowing}"

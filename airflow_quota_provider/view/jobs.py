@@ -6,7 +6,6 @@ its code and message, and a job's place is the snapshot's dispatch order.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -14,11 +13,13 @@ from urllib.parse import quote
 
 from airflow_quota_provider.core.jobs import RunningJob
 from airflow_quota_provider.core.model import QueueConfig
+from airflow_quota_provider.core.reasons import WaitCode
 from airflow_quota_provider.hooks.submission import TAG_PREFIX
+from airflow_quota_provider.hooks.usage import demand_of
 from airflow_quota_provider.view.model import TaskLink
 
 _REASON = re.compile(r"([A-Z][A-Z0-9_]*(?::[A-Z][A-Z0-9_]*)*)(?:: (.*))?", re.DOTALL)
-PREEMPTING = "PREEMPTION_IN_PROGRESS"
+PREEMPTING = WaitCode.PREEMPTION_IN_PROGRESS.value
 
 
 def split_reason(text: str | None) -> tuple[str | None, str | None]:
@@ -30,15 +31,6 @@ def split_reason(text: str | None) -> tuple[str | None, str | None]:
     if match is None:
         return None, text
     return match.group(1), match.group(2)
-
-
-def demand_of(job: Mapping[str, Any]) -> dict[str, int]:
-    """Instances per type from a job's ``capacityUsage``."""
-    demand: dict[str, int] = {}
-    for item in job.get("capacityUsage") or ():
-        unit = item["capacityUnit"]
-        demand[unit] = demand.get(unit, 0) + math.ceil(float(item["quantity"]))
-    return demand
 
 
 def task_link(tags: Mapping[str, str] | None) -> TaskLink | None:

@@ -13,11 +13,10 @@ from typing import Any
 
 from airflow_quota_provider.core.model import QueueConfig
 from airflow_quota_provider.core.occupancy import Occupancy, occupancy
-from airflow_quota_provider.hooks.usage import HOLDING_STATUSES, usage_from_jobs
+from airflow_quota_provider.hooks.usage import HOLDING_STATUSES, demand_of, usage_from_jobs
 from airflow_quota_provider.view.events import preemption_events
 from airflow_quota_provider.view.jobs import (
     borrowing_jobs,
-    demand_of,
     running_job,
     split_reason,
     started_at,

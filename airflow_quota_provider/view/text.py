@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from airflow_quota_provider.view.explain import instances
+from airflow_quota_provider.view.jobs import PREEMPTING
 from airflow_quota_provider.view.model import (
     Explanation,
     JobView,
@@ -92,7 +93,7 @@ def running_note(job: JobView, style: Style) -> str:
     note = f"{instances(job.demand)}, {duration(job.age_seconds)}"
     if job.borrowing:
         note += ", " + style.borrowed("borrowing")
-    if job.reason_code == "PREEMPTION_IN_PROGRESS":
+    if job.reason_code == PREEMPTING:
         note += ", " + style.alert(f"being preempted: {job.reason}")
     elif job.next_victim is not None:
         victim = job.next_victim

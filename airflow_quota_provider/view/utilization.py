@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from airflow_quota_provider.view.jobs import demand_of
+from airflow_quota_provider.hooks.usage import demand_of
 from airflow_quota_provider.view.model import UtilizationPoint
 
 
