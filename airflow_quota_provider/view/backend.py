@@ -116,13 +116,15 @@ class BatchBackend:
             job = entry.view.job(job_id)
             if job is not None:
                 return explain(job, entry.view, self._events(entry.jobs[job_id]))
-        try:
-            with _aws("DescribeServiceJob"):
-                described = self.hook.describe_service_job(job_id)
-        except AwsCallFailed as error:
-            if error.code == "ClientException":
-                raise UnknownJob(job_id) from error
-            raise
+        described = self._ended.get(job_id)  # an ended job never changes: no second read
+        if described is None:
+            try:
+                with _aws("DescribeServiceJob"):
+                    described = self.hook.describe_service_job(job_id)
+            except AwsCallFailed as error:
+                if error.code == "ClientException":
+                    raise UnknownJob(job_id) from error
+                raise
         entry = self._entry(described["jobQueue"])
         job = entry.view.job(job_id) or job_view(
             described, entry.view.now, {}, False, {}, self._console_url
