@@ -5,7 +5,8 @@ A :class:`Narrator` reads the job queue the way the provider's triggers do
 changed) and words each change with the same
 :class:`~airflow_quota_provider.triggers.progress.JobWatch` that writes the
 task logs, naming jobs by name and stamping each line with the emulated
-time since the story began. Borrowing comes from the hook's occupancy view.
+time since the story began. Borrowing comes from the core's occupancy view of
+the jobs just listed, against the queue's config read once.
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from airflow_quota_provider.core.occupancy import Occupancy
+from airflow_quota_provider.core.model import QueueConfig
+from airflow_quota_provider.core.occupancy import Occupancy, occupancy
 from airflow_quota_provider.hooks.batch import ACTIVE_STATUSES, TERMINAL_STATUSES, BatchQuotaHook
+from airflow_quota_provider.hooks.usage import usage_from_jobs
 from airflow_quota_provider.triggers.progress import JobWatch
 
 Say = Callable[[str], None]
@@ -42,6 +45,7 @@ class Narrator:
     _watches: dict[str, JobWatch] = field(default_factory=dict)
     _seen: dict[str, tuple[Any, ...]] = field(default_factory=dict)
     _borrowing: dict[str, str] = field(default_factory=dict)
+    _config: QueueConfig | None = None
 
     def poll(self) -> None:
         """One look at the queue: say what changed since the last one."""
@@ -49,11 +53,13 @@ class Narrator:
         if self.started_millis is None:
             self.started_millis = now
         changed = False
+        summaries: list[Mapping[str, Any]] = []
         for status in JOB_STATUSES:
             for summary in self.hook.list_service_jobs(self.job_queue, status):
+                summaries.append(summary)
                 changed |= self._look_at(summary, now)
         if changed:
-            self._tell_borrowing(now)
+            self._tell_borrowing(now, summaries)
 
     def _look_at(self, summary: Mapping[str, Any], now: int) -> bool:
         job_id = summary["jobId"]
@@ -72,8 +78,10 @@ class Narrator:
             self._say(now, TRAINING_JOB_ARN.sub("", line))
         return True
 
-    def _tell_borrowing(self, now: int) -> None:
-        usage = self.hook.share_usage(self.job_queue)
+    def _tell_borrowing(self, now: int, summaries: list[Mapping[str, Any]]) -> None:
+        if self._config is None:  # the demo's shares do not change while it runs
+            self._config = self.hook.queue_config(self.job_queue)
+        usage = occupancy(self._config, usage_from_jobs(summaries))
         for share, units in sorted(usage.items()):
             words = _borrowing_words(share, units)
             if words != self._borrowing.get(share, ""):
