@@ -189,6 +189,16 @@ def _short_of_free(
             f"{max(0, free)} free, the rest is held by jobs that cannot be preempted now",
         )
     lendable = max(0, free - max(0, owned - used))
+    if need <= owned and used < owned:
+        # It fits what its share owns, part of which is lent, but the share's own jobs
+        # hold the rest: it would borrow if it started now, so it may not reclaim.
+        return Shortfall(
+            WaitCode.WAITING_FOR_OWN_CAPACITY,
+            unit,
+            f"{share.name} needs {need} {unit}; it uses {used} of {owned} and waits for its "
+            f"own jobs to leave room (a job that would borrow does not reclaim lent {unit}); "
+            f"only {lendable} idle {unit} can be lent to it meanwhile ({need - free} more needed)",
+        )
     if share.borrow_limit < 0:
         may = "may borrow without limit (borrow_limit -1)"
     else:

@@ -7,9 +7,11 @@ The phases, in order:
 2. **Nominate** the head of every share's queue. Shares dispatch strictly in
    order (priority, then submission time): a head that cannot start blocks the
    jobs behind it, so an urgent job is never overtaken by a smaller, later one.
-3. **Order** the heads: first those that fit in what their share owns (higher
-   priority first, then earlier), then borrowers by submission time (AWS's
-   FIFO) or, with ``idle_assignment: FAIR``, by borrowed share per weight.
+3. **Order** the heads: first those that fit in what their share owns, now
+   or (when they cannot start now) once the share's jobs they may preempt are
+   gone (higher priority first, then earlier), then borrowers by submission
+   time (AWS's FIFO) or, with ``idle_assignment: FAIR``, by borrowed share
+   per weight.
 4. For each head: **fail** it if it can no longer ever fit; **admit** it if
    both views have room; else **preempt** for it if the rules of
    :mod:`~airflow_quota_provider.core.preemption` allow; else leave it
@@ -51,6 +53,8 @@ from airflow_quota_provider.core.preemption import (
     Victim,
     describe_victim,
     describe_waiting_for,
+    fits_own_after,
+    in_share_candidates,
     plan_preemption,
 )
 from airflow_quota_provider.core.reasons import FailureCode, WaitCode
@@ -126,11 +130,24 @@ class _Cycle:
         heapq.heappush(self.heap, (self._rank(job, share), share_name))
 
     def _rank(self, job: WaitingJob, share: Share | None) -> HeapKey:
-        if share is None or within_own(self.after, share, job.demand):
+        if share is None or self._fits_own(job, share):
             return (0, -job.priority, job.submitted, job.id)
         if self.config.idle_assignment is IdleAssignment.FAIR:
             return (1, self._fair_score(share), job.submitted, job.id)
         return (1, job.submitted, -job.priority, job.id)
+
+    def _fits_own(self, job: WaitingJob, share: Share) -> bool:
+        """Whether ``job`` will run within what its share owns: it does now, or it cannot
+        start now and fits once the share's jobs it may preempt are gone (a job that can
+        start now by borrowing is a borrower, behind earlier ones)."""
+        if within_own(self.after, share, job.demand):
+            return True
+        if not share.in_share_preemption:
+            return False
+        if assess(self.config, self.after, share, job.demand, self.held) is None:
+            return False
+        freed = in_share_candidates(self.state, job, share, self.excluded)
+        return fits_own_after(self.after, share, job.demand, freed)
 
     def _fair_score(self, share: Share) -> float:
         """The share's dominant borrowed fraction of the queue, per unit of weight."""

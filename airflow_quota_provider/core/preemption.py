@@ -4,10 +4,14 @@ AWS documents *when* a job may be preempted but not *which* jobs are chosen
 (its heuristic weighs borrowed instances, priorities and durations without
 publishing the rule). This engine adopts Kueue's rules, in this order:
 
-1. **Who may preempt.** A job may *reclaim* (preempt jobs of other shares) only
-   if its share stays within what it owns once the job runs: the preemptor
-   itself borrows nothing. With ``in_share_preemption`` a job may also preempt
-   strictly lower-priority jobs of its own share.
+1. **Who may preempt.** With ``in_share_preemption`` a job may preempt
+   strictly lower-priority jobs of its own share. A job may *reclaim* (preempt
+   jobs of other shares) only if its share stays within what it owns once the
+   job runs and those lower-priority jobs of its share are gone: the preemptor
+   itself borrows nothing. Both kinds of victim are chosen together, in one
+   plan (Kueue's preemption considers the preemptor's own queue and the
+   cohort's borrowers together), and a plan that reclaims must leave the
+   preemptor within what its share owns.
 2. **Who may be a victim.** A job of another share only while that share holds
    more of a needed unit than it owns (it is borrowing, or its capacity was
    lowered). The check is made before each victim is taken, so the last victim
@@ -38,7 +42,6 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
-from airflow_quota_provider.core.admission import within_own
 from airflow_quota_provider.core.jobs import RunningJob, WaitingJob
 from airflow_quota_provider.core.model import QueueConfig, Resources, Share, VictimOrder
 from airflow_quota_provider.core.reasons import PreemptionKind
@@ -63,15 +66,23 @@ class Plan:
 
 class _Need:
     """What the preemptor still lacks in a view: free capacity, room under its
-    share's limit, and (for units held for an earlier borrower) not borrowing them."""
+    share's limit, and not borrowing where it may not (units held for an earlier
+    borrower; every unit when it reclaims)."""
 
     def __init__(
-        self, config: QueueConfig, share: Share, demand: dict[str, int], held: Collection[str]
+        self,
+        config: QueueConfig,
+        share: Share,
+        demand: dict[str, int],
+        held: Collection[str],
+        *,
+        reclaims: bool,
     ) -> None:
         self.config = config
         self.share = share
         self.demand = demand
         self.held = held
+        self.reclaims = reclaims
 
     def short_units(self, view: UsageView) -> set[str]:
         name = self.share.name
@@ -80,7 +91,10 @@ class _Need:
             for unit, need in self.demand.items()
             if need > view.free_for(self.share, unit)
             or view.used(name, unit) + need > self.config.share_limit(self.share, unit)
-            or (unit in self.held and view.used(name, unit) + need > self.share.owns(unit))
+            or (
+                (self.reclaims or unit in self.held)
+                and view.used(name, unit) + need > self.share.owns(unit)
+            )
         }
 
 
@@ -104,10 +118,11 @@ def plan_preemption(
     what its share owns.
     """
     config = state.config
-    may_reclaim = within_own(after, share, job.demand)
-    if not may_reclaim and not share.in_share_preemption:
-        return Plan(None)  # a borrower with no in-share preemption has no candidate
-    need = _Need(config, share, dict(job.demand), held)
+    in_share = in_share_candidates(state, job, share, excluded)
+    may_reclaim = fits_own_after(after, share, job.demand, in_share)
+    if not may_reclaim and not in_share:
+        return Plan(None)  # a borrower with no lower-priority job of its own has no candidate
+    need = _Need(config, share, dict(job.demand), held, reclaims=may_reclaim)
     short = need.short_units(after)
     reclaim, protected_until = (
         _reclaim_candidates(state, running, share, short, now, excluded)
@@ -115,7 +130,7 @@ def plan_preemption(
         else ([], None)
     )
     candidates = _ordered(config, reclaim, now, borrowers_first=True) + _ordered(
-        config, _in_share_candidates(state, job, share, excluded), now, borrowers_first=False
+        config, in_share, now, borrowers_first=False
     )
     if not candidates:
         return Plan(None, protected_until)
@@ -197,11 +212,13 @@ def _reclaim_candidates(
     return candidates, protected_until
 
 
-def _in_share_candidates(
+def in_share_candidates(
     state: QueueState, job: WaitingJob, share: Share, excluded: Collection[str]
-) -> Iterable[RunningJob]:
+) -> list[RunningJob]:
+    """The running jobs of ``job``'s own share it may preempt: strictly lower priority,
+    not already being preempted, and only where the share has in-share preemption."""
     if not share.in_share_preemption:
-        return ()
+        return []
     return [
         running
         for running in state.running_of(share.name)
@@ -209,6 +226,21 @@ def _in_share_candidates(
         and not running.terminating
         and running.id not in excluded
     ]
+
+
+def fits_own_after(
+    view: UsageView, share: Share, demand: Resources, freed: Iterable[RunningJob]
+) -> bool:
+    """Whether ``share`` stays within what it owns once a job of ``demand`` runs and
+    the share's jobs ``freed`` have stopped: the job would borrow nothing."""
+    released: dict[str, int] = {}
+    for job in freed:
+        for unit, count in job.demand.items():
+            released[unit] = released.get(unit, 0) + count
+    return all(
+        view.used(share.name, unit) - released.get(unit, 0) + need <= share.owns(unit)
+        for unit, need in demand.items()
+    )
 
 
 def _ordered(

@@ -20,7 +20,9 @@ class WaitCode(str, enum.Enum):
     """Starting the job would take the share beyond ``capacity x (1 + borrow_limit/100)``."""
     WAITING_FOR_OWN_CAPACITY = "WAITING_FOR_OWN_CAPACITY"
     """The job fits in what its share owns, but that capacity is held by jobs
-    that cannot be preempted now: protected by ``min_runtime_seconds``, admitted
+    that cannot be preempted now: the share's own jobs (in-share preemption off,
+    or not of lower priority; while they hold it the job would borrow, so it may
+    not reclaim), jobs protected by ``min_runtime_seconds``, jobs admitted
     earlier in the same cycle (they are reclaimed in the next one), or the
     queue's capacity was lowered."""
     NO_IDLE_CAPACITY = "NO_IDLE_CAPACITY"

@@ -39,6 +39,10 @@ two_shares = queue(
     gpu=16,
 )
 
+reclaim_and_in_share = queue(
+    share("a").capacity(gpu=8).in_share_preemption(), share("b").capacity(gpu=4), gpu=12
+)
+
 CASES = {
     "a share uses its own capacity first and borrows nothing": Case(
         two_shares,
@@ -264,15 +268,81 @@ CASES = {
         want_preempt=[("c-big", "RECLAIM", "n1")],
         want_waiting={"n1": ("PREEMPTION_IN_PROGRESS", "nlp preempts 1 job to make room: c-big")},
     ),
-    "a job that would borrow never reclaims": Case(
+    "a job that would borrow never reclaims; it waits for its own capacity": Case(
         two_shares,
         [running("c0", "cv", gpu=12), running("n0", "nlp", gpu=4)],
         [waiting("n1", "nlp", gpu=6)],
         want_waiting={
             "n1": (
-                "NO_IDLE_CAPACITY",
-                "nlp needs 6 gpu; it uses 4 of 8 and may borrow without limit (borrow_limit -1), "
-                "but only 0 idle gpu can be lent to it (6 more needed)",
+                "WAITING_FOR_OWN_CAPACITY",
+                "nlp needs 6 gpu; it uses 4 of 8 and waits for its own jobs to leave room (a job "
+                "that would borrow does not reclaim lent gpu); only 0 idle gpu can be lent to it "
+                "meanwhile (6 more needed)",
+            )
+        },
+    ),
+    "reclaim and in-share preemption together: the urgent job takes both, never borrowing": Case(
+        reclaim_and_in_share,
+        [
+            running("a-low", "a", priority=1, started=0, gpu=2),
+            running("b-own", "b", started=0, gpu=4),
+            running("b-borrow", "b", started=10, gpu=6),
+        ],
+        [waiting("a-urgent", "a", priority=9999, gpu=8)],
+        want_preempt=[("b-borrow", "RECLAIM", "a-urgent"), ("a-low", "IN_SHARE", "a-urgent")],
+        want_waiting={
+            "a-urgent": (
+                "PREEMPTION_IN_PROGRESS",
+                "a preempts 2 jobs to make room: b-borrow, a-low",
+            )
+        },
+    ),
+    "without in-share preemption the urgent job waits for its own jobs, not to borrow": Case(
+        queue(share("a").capacity(gpu=8), share("b").capacity(gpu=4), gpu=12),
+        [
+            running("a-low", "a", priority=1, started=0, gpu=2),
+            running("b-own", "b", started=0, gpu=4),
+            running("b-borrow", "b", started=10, gpu=6),
+        ],
+        [waiting("a-urgent", "a", priority=9999, gpu=8)],
+        want_waiting={
+            "a-urgent": (
+                "WAITING_FOR_OWN_CAPACITY",
+                "a needs 8 gpu; it uses 2 of 8 and waits for its own jobs to leave room (a job "
+                "that would borrow does not reclaim lent gpu); only 0 idle gpu can be lent to it "
+                "meanwhile (8 more needed)",
+            )
+        },
+    ),
+    "a plan that reclaims and preempts in the share keeps only the victims it needs": Case(
+        reclaim_and_in_share,
+        [
+            running("a-low", "a", priority=1, started=0, gpu=2),
+            running("a-mid", "a", priority=5, started=0, gpu=4),
+            running("b-own", "b", started=0, gpu=4),
+            running("b-borrow", "b", started=10, gpu=2),
+        ],
+        [waiting("a-top", "a", priority=9, gpu=6)],
+        want_preempt=[("b-borrow", "RECLAIM", "a-top"), ("a-mid", "IN_SHARE", "a-top")],
+        want_waiting={
+            "a-top": ("PREEMPTION_IN_PROGRESS", "a preempts 2 jobs to make room: b-borrow, a-mid")
+        },
+    ),
+    "a job that would still borrow after in-share preemption reclaims nothing": Case(
+        reclaim_and_in_share,
+        [
+            running("a-low", "a", priority=1, started=0, gpu=2),
+            running("a-peer", "a", priority=9, started=0, gpu=4),
+            running("b-own", "b", started=0, gpu=4),
+            running("b-borrow", "b", started=10, gpu=2),
+        ],
+        [waiting("a-top", "a", priority=9, gpu=6)],
+        want_waiting={
+            "a-top": (
+                "WAITING_FOR_OWN_CAPACITY",
+                "a needs 6 gpu; it uses 6 of 8 and waits for its own jobs to leave room (a job "
+                "that would borrow does not reclaim lent gpu); only 0 idle gpu can be lent to it "
+                "meanwhile (6 more needed)",
             )
         },
     ),

@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
-from hypothesis import currently_in_test_context, given, settings, target
+from hypothesis import currently_in_test_context, example, given, settings, target
 from hypothesis import strategies as st
 
 from airflow_quota_provider.core import (
@@ -375,18 +375,54 @@ ALWAYS_EXCUSED = {
 }
 
 
-def fits_own(snapshot: Snapshot, share: Share, job: WaitingJob) -> bool:
-    return all(snapshot.used(share.name, u) + n <= share.owns(u) for u, n in job.demand.items())
+def fits_own_after_preemption(snapshot: Snapshot, share: Share, job: WaitingJob) -> bool:
+    """Whether ``job`` fits what its share owns once every job it may preempt is gone:
+    other shares' jobs hold none of what the share uses, and with in-share preemption
+    its share's strictly lower-priority jobs (not already stopping) go."""
+    victims = [
+        running
+        for running in snapshot.running.values()
+        if share.in_share_preemption
+        and running.share == share.name
+        and running.priority < job.priority
+        and not running.terminating
+    ]
+    return all(
+        snapshot.used(share.name, u) - total(victims, share.name, u) + n <= share.owns(u)
+        for u, n in job.demand.items()
+    )
+
+
+RECLAIM_AND_IN_SHARE = World(
+    config=QueueConfig(
+        "q",
+        {"gpu": 8},
+        (Share("a", {"gpu": 8}, in_share_preemption=True), Share("b", {})),
+    ),
+    jobs=(
+        JobSpec("a-low", "a", {"gpu": 2}, duration=36_000, submit=0, priority=1),
+        JobSpec("b-borrow", "b", {"gpu": 6}, duration=36_000, submit=0),
+        JobSpec("a-urgent", "a", {"gpu": 8}, duration=600, submit=10, priority=9999),
+    ),
+)
+"""The urgent job must reclaim b's borrowed gpus and preempt a's own low job together."""
 
 
 @PROPERTY
 @given(worlds())
-def test_a_head_within_its_share_capacity_never_waits_for_a_job_to_finish(world: World) -> None:
+@example(RECLAIM_AND_IN_SHARE)
+def test_a_head_its_share_guarantee_covers_never_waits_for_a_job_to_finish(world: World) -> None:
+    """A head that fits what its share owns, once the jobs it may preempt (lent capacity,
+    lower-priority jobs of its share) are gone, starts or preempts: it never waits for a
+    running job to finish, unless that job is protected by ``min_runtime_seconds``."""
+
     def check(cycle: Cycle) -> None:
         for share_name, queue in cycle.before.queues.items():
             head = cycle.before.waiting[queue[0]]
             share = cycle.share(share_name)
-            if head.id in cycle.admitted or not fits_own(cycle.before, share, head):
+            if head.id in cycle.admitted or not fits_own_after_preemption(
+                cycle.before, share, head
+            ):
                 continue
             wait = cycle.decisions.waiting.get(head.id)
             assert wait is not None, f"{head.id} fits what {share_name} owns but failed"
@@ -581,7 +617,8 @@ def check_capacity_message(cycle: Cycle, wait: Wait) -> None:
             terms = f"may borrow {more} more ({borrow_limit_text(share.borrow_limit)})"
         assert wait.message.endswith(f" and {terms}"), wait
     elif wait.code is WaitCode.WAITING_FOR_OWN_CAPACITY:
-        assert used + need <= owned
+        # within what it owns now, or once its own jobs leave room (it may not reclaim)
+        assert used + need <= owned or (need <= owned and used < owned), wait
     else:
         limited = f"may borrow {more} more (borrow_limit {share.borrow_limit}%)"
         may = "may borrow without limit (borrow_limit -1)" if share.borrow_limit < 0 else limited
