@@ -1,8 +1,9 @@
 """The scheduling core: quota model, admission, borrowing, preemption and reasons.
 
 Pure: it imports nothing from Airflow, boto3, SQL or HTTP and never reads a
-clock. Callers keep a :class:`QueueState`, call :func:`schedule` with the time,
-and apply the :class:`Decisions`.
+clock. Callers keep a :class:`QueueState` and, after anything that could change
+a decision, :func:`settle` it at the time: it runs :func:`schedule` until a
+cycle decides nothing and hands each decision to the caller's :class:`Applier`.
 """
 
 from airflow_quota_provider.core.admission import Refusal, check_submission
@@ -32,14 +33,24 @@ from airflow_quota_provider.core.reasons import (
     RefusalCode,
     WaitCode,
 )
+from airflow_quota_provider.core.settle import (
+    Applier,
+    NotSettled,
+    Settled,
+    Stopped,
+    settle,
+    stopped,
+)
 from airflow_quota_provider.core.state import QueueState
 
 __all__ = [
     "Admission",
+    "Applier",
     "Decisions",
     "Failure",
     "FailureCode",
     "IdleAssignment",
+    "NotSettled",
     "Occupancy",
     "Preemption",
     "PreemptionKind",
@@ -49,9 +60,11 @@ __all__ = [
     "RefusalCode",
     "Resources",
     "RunningJob",
+    "Settled",
     "Share",
     "ShareState",
     "Sharing",
+    "Stopped",
     "VictimOrder",
     "Wait",
     "WaitCode",
@@ -60,4 +73,6 @@ __all__ = [
     "check_submission",
     "occupancy",
     "schedule",
+    "settle",
+    "stopped",
 ]

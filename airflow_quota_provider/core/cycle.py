@@ -23,7 +23,9 @@ The phases, in order:
 
 A preemptor is never admitted in the cycle that chose its victims: their
 capacity is still held. It waits ``PREEMPTION_IN_PROGRESS``, its place claimed
-in the *after* view, and starts in the first cycle after they stopped.
+in the *after* view, and starts in the first cycle after they stopped; never
+earlier by borrowing, meanwhile, idle capacity that its stopping victims' room
+would not need.
 """
 
 from __future__ import annotations
@@ -179,8 +181,12 @@ class _Cycle:
             self._preempt_or_wait(job, share, shortfall)
 
     def _admit_or_await(self, job: WaitingJob, share: Share) -> None:
-        if assess(self.config, self.now_view, share, job.demand, self.held) is None:
-            borrowed = borrowed_by(self.after, share, job.demand)
+        borrowed = borrowed_by(self.after, share, job.demand)
+        if assess(self.config, self.now_view, share, job.demand, self.held) is None and all(
+            # room the share's stopping jobs will free is not borrowed meanwhile
+            extra <= borrowed[unit]
+            for unit, extra in borrowed_by(self.now_view, share, job.demand).items()
+        ):
             self.admit.append(Admission(job.id, share.name, borrowed))
             self.now_view.add(share.name, job.demand)
             self.after.add(share.name, job.demand)

@@ -6,9 +6,18 @@ core never reads a clock itself.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from airflow_quota_provider.core.model import Resources
+
+
+def checkpointed(progress: float, interval: float | None) -> float:
+    """Seconds of work a job that checkpoints every ``interval`` seconds of work has saved
+    after ``progress`` seconds of it: the last whole interval (nothing without checkpoints)."""
+    if not interval:
+        return 0.0
+    return math.floor(progress / interval) * interval
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,11 +91,17 @@ class RunningJob:
     terminating: bool = False
     borrowing: bool = False
 
+    def progress(self, now: float) -> float:
+        """Seconds of work done by ``now``: what it resumed from plus this attempt's run."""
+        return self.resumed_work + max(0.0, now - self.started)
+
+    def work_kept(self, now: float) -> float:
+        """Seconds of work it resumes from if stopped at ``now``."""
+        return checkpointed(self.progress(now), self.checkpoint_interval)
+
     def work_at_risk(self, now: float) -> float:
         """Instance-seconds of work lost if the job were stopped at ``now``."""
-        progress = self.resumed_work + max(0.0, now - self.started)
-        interval = self.checkpoint_interval
-        lost = progress % interval if interval else progress
+        lost = self.progress(now) - self.work_kept(now)
         return lost * sum(self.demand.values())
 
     def requeued(self) -> WaitingJob:

@@ -3,7 +3,7 @@
 One :class:`~airflow_quota_provider.core.QueueState` per job queue. After
 anything that could change a decision (a submission, a training job ending,
 a config change) the queue is marked dirty, and :meth:`Dispatcher.settle`
-runs cycles until one decides nothing, applying each as the simulator does:
+settles it with the core's settle loop, applying each decision:
 
 - **admit**: the job leaves the queue, its attempt's SageMaker training job
   is created (``AWSBatch<name><hex>``), the job is SCHEDULED;
@@ -29,9 +29,10 @@ from airflow_quota_provider.core import (
     Preemption,
     PreemptionKind,
     QueueState,
+    RunningJob,
     WaitingJob,
-    schedule,
 )
+from airflow_quota_provider.core.settle import settle
 from airflow_quota_provider.emulator import attempts
 from airflow_quota_provider.emulator.queue_config import dispatching, queue_config
 from airflow_quota_provider.emulator.store import ServiceJob, TrainingJob
@@ -42,8 +43,6 @@ if TYPE_CHECKING:
 
 SUBMIT_DELAY_SECONDS = 1.0
 """A job is SUBMITTED this long before it enters its queue (RUNNABLE)."""
-
-MAX_CYCLES_PER_SETTLE = 10_000
 
 ENQUEUE = "enqueue"
 """Timer: a SUBMITTED job enters its queue."""
@@ -189,15 +188,11 @@ class Dispatcher:
         queue = self.world.store.queues.get(queue_arn)
         if state is None or queue is None or not dispatching(self.world.store, queue):
             return
-        for _ in range(MAX_CYCLES_PER_SETTLE):
-            decisions = schedule(state, self.world.now)
-            self.cycles += 1
-            self.last[queue_arn] = decisions
-            self._plan_recheck(queue_arn, decisions.recheck_at)
-            if not (decisions.admit or decisions.preempt or decisions.fail):
-                return
-            self._apply(state, decisions)
-        raise RuntimeError(f"job queue {queue.name} did not settle (preemption thrash)")
+        settled = settle(state, self.world.now, _Applier(self.world, state))
+        self.cycles += settled.cycles
+        if settled.cycles:
+            self.last[queue_arn] = settled.decisions
+            self._plan_recheck(queue_arn, settled.decisions.recheck_at)
 
     def _plan_recheck(self, queue_arn: str, at: float | None) -> None:
         if at is None or at <= self.world.now or self.rechecks.get(queue_arn) == at:
@@ -205,36 +200,36 @@ class Dispatcher:
         self.rechecks[queue_arn] = at
         self.world.at(at, Timer(RECHECK, (queue_arn,)))
 
-    def _apply(self, state: QueueState, decisions: Decisions) -> None:
-        jobs = self.world.store.jobs
-        for failure in decisions.fail:
-            self._fail(state, jobs[failure.job_id], failure)
-        for admission in decisions.admit:
-            self._admit(state, jobs[admission.job_id], admission)
-        for preemption in decisions.preempt:
-            self._preempt(jobs[preemption.job_id], preemption)
 
-    def _fail(self, state: QueueState, job: ServiceJob, failure: Failure) -> None:
-        state.remove_waiting(job.id)
+class _Applier:
+    """Applies a queue's decisions to its service jobs (the settle loop's Applier)."""
+
+    def __init__(self, world: World, state: QueueState) -> None:
+        self.world = world
+        self.state = state
+
+    def fail(self, waiting: WaitingJob, failure: Failure, now: float) -> None:
+        job = self.world.store.jobs[waiting.id]
         attempts.finish(self.world, job, "FAILED", f"{failure.code.value}: {failure.message}")
 
-    def _admit(self, state: QueueState, job: ServiceJob, admission: Admission) -> None:
-        waiting = state.remove_waiting(job.id)
+    def admit(self, waiting: WaitingJob, admission: Admission, now: float) -> RunningJob | None:
+        job = self.world.store.jobs[waiting.id]
         launch = attempts.prepare(self.world, job)
         if isinstance(launch, str):
             attempts.finish(self.world, job, "FAILED", launch)
-            return
-        borrowing = any(admission.borrowed.values())
-        running = waiting.started(self.world.now, launch.resumed_work, borrowing=borrowing)
-        # the checkpoint interval is known only once the training job is prepared
-        state.add_running(replace(running, checkpoint_interval=launch.checkpoint_interval))
+            return None
         attempts.launch(self.world, job, launch)
+        borrowing = any(admission.borrowed.values())
+        running = waiting.started(now, launch.resumed_work, borrowing=borrowing)
+        # the checkpoint interval is known only once the training job is prepared
+        return replace(running, checkpoint_interval=launch.checkpoint_interval)
 
-    def _preempt(self, job: ServiceJob, preemption: Preemption) -> None:
+    def preempt(self, running: RunningJob, preemption: Preemption, now: float) -> None:
+        job = self.world.store.jobs[running.id]
         headline = PREEMPTION_HEADLINES[preemption.kind]
         job.status_reason = f"PREEMPTION_IN_PROGRESS: {headline}"
         job.preemption_fails = preemption.fails
-        self.stop_attempt(job, "preempt", f"{headline}: {preemption.message}")
+        self.world.dispatcher.stop_attempt(job, "preempt", f"{headline}: {preemption.message}")
 
 
 def waiting_job(job: ServiceJob) -> WaitingJob:

@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from airflow_quota_provider.core.jobs import checkpointed
 from airflow_quota_provider.emulator.faults import CAPACITY_ERROR
 from airflow_quota_provider.emulator.store import TrainingJob
 from airflow_quota_provider.emulator.timers import Timer
@@ -227,7 +228,7 @@ class TrainingRuntime:
         if not job.checkpoint_uri:
             return
         progress = self.progress(job)
-        saved = math.floor(progress / job.checkpoint_interval) * job.checkpoint_interval
+        saved = checkpointed(progress, job.checkpoint_interval)
         checkpoints = self.world.store.checkpoints
         checkpoints[job.checkpoint_uri] = max(checkpoints.get(job.checkpoint_uri, 0.0), saved)
 

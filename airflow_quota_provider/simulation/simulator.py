@@ -10,24 +10,24 @@ the local AWS endpoint does with a real clock.
 from __future__ import annotations
 
 import heapq
-import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from airflow_quota_provider.core import (
+    Admission,
     Decisions,
+    Failure,
+    Preemption,
     QueueState,
+    RunningJob,
     WaitingJob,
     check_submission,
-    schedule,
 )
 from airflow_quota_provider.core.model import QueueConfig
 from airflow_quota_provider.core.reasons import FailureCode, PreemptionKind
+from airflow_quota_provider.core.settle import settle, stopped
 from airflow_quota_provider.simulation.scenario import ConfigEvent, JobSpec, Scenario, apply_event
-
-MAX_CYCLES_PER_INSTANT = 10_000
-"""A moment that needs more cycles than this means the engine does not converge (thrash)."""
 
 _FINISH, _STOP, _CONFIG, _SUBMIT, _RECHECK = range(5)
 """Event kinds, in the order they are applied at the same instant: a job that
@@ -204,51 +204,46 @@ class Simulator:
             self._change_config(payload)
 
     def _settle(self) -> None:
-        for _ in range(MAX_CYCLES_PER_INSTANT):
-            if not self.state.waiting_count:
-                # a cycle decides only for waiting jobs: with none, it would decide nothing
-                return
-            decisions = schedule(self.state, self.now)
-            self.cycles += 1
-            again = self._apply_decisions(decisions)
-            self.last_decisions = decisions
-            if not again:
-                self._note_waits(decisions)
-                return
-        raise RuntimeError(f"scheduling did not settle at t={self.now:g} (preemption thrash)")
+        settled = settle(self.state, self.now, self)
+        if not settled.cycles:
+            return
+        self.cycles += settled.cycles
+        self.last_decisions = settled.decisions
+        self._note_waits(settled.decisions)
+        recheck = settled.decisions.recheck_at
+        if recheck is not None and recheck > self.now:
+            self._push(recheck, _RECHECK, None)
 
-    def _apply_decisions(self, decisions: Decisions) -> bool:
-        """Apply one cycle; whether another cycle at the same instant may decide more."""
-        for failure in decisions.fail:
-            job = self.jobs[failure.job_id]
-            self._wait_less(self.state.remove_waiting(job.spec.id))
-            self._end(job, "FAILED", failure.code.value, failure.message)
-        for admission in decisions.admit:
-            self._start(self.jobs[admission.job_id], dict(admission.borrowed))
-        stopped_now = False
-        for preemption in decisions.preempt:
-            job = self.jobs[preemption.job_id]
-            self.preemption_count += 1
-            detail = f"{preemption.kind.value} for {preemption.preemptor}: {preemption.message}"
-            self._log("preempt", job.spec.id, job.spec.share, detail)
-            if self.scenario.preemption_delay <= 0:
-                self._stop(job, preemption.kind, preemption.preemptor, preemption.fails)
-                stopped_now = True
-            else:
-                running = self.state.running_job(job.spec.id)
-                assert running is not None
-                self.state.replace_running(replace(running, terminating=True))
-                payload = (
-                    job.spec.id,
-                    job.serial,
-                    preemption.kind,
-                    preemption.preemptor,
-                    preemption.fails,
-                )
-                self._push(self.now + self.scenario.preemption_delay, _STOP, payload)
-        if decisions.recheck_at is not None and decisions.recheck_at > self.now:
-            self._push(decisions.recheck_at, _RECHECK, None)
-        return bool(decisions.admit or decisions.fail) or stopped_now
+    # -- the core's decisions (the simulator is the settle loop's Applier) ------------------
+
+    def admit(self, waiting: WaitingJob, admission: Admission, now: float) -> RunningJob:
+        job = self.jobs[waiting.id]
+        self._wait_less(waiting)
+        borrowed = dict(admission.borrowed)
+        job.status = "RUNNING"
+        job.serial += 1
+        job.attempts.append(Attempt(now, borrowed))
+        self._push(now + job.spec.duration - job.work_done, _FINISH, (waiting.id, job.serial))
+        lent = ", ".join(f"{n} {u}" for u, n in sorted(borrowed.items()) if n)
+        detail = f"attempt {len(job.attempts)}" + (f", borrows {lent}" if lent else "")
+        self._log("start", waiting.id, waiting.share, detail)
+        self.last_wait.pop(waiting.id, None)
+        return waiting.started(now, job.work_done, borrowing=any(borrowed.values()))
+
+    def preempt(self, running: RunningJob, preemption: Preemption, now: float) -> None:
+        job = self.jobs[running.id]
+        self.preemption_count += 1
+        detail = f"{preemption.kind.value} for {preemption.preemptor}: {preemption.message}"
+        self._log("preempt", running.id, running.share, detail)
+        stop = (running.id, job.serial, preemption.kind, preemption.preemptor, preemption.fails)
+        if self.scenario.preemption_delay <= 0:
+            self._stop(job, *stop[2:])
+        else:
+            self._push(now + self.scenario.preemption_delay, _STOP, stop)
+
+    def fail(self, waiting: WaitingJob, failure: Failure, now: float) -> None:
+        self._wait_less(waiting)
+        self._end(self.jobs[waiting.id], "FAILED", failure.code.value, failure.message)
 
     def _note_waits(self, decisions: Decisions) -> None:
         if not self.record:
@@ -267,28 +262,9 @@ class Simulator:
             self._end(job, "REJECTED", refusal.code.value, refusal.message)
             return
         job.status = "RUNNABLE"
-        self._wait_more(waiting)
+        self.state.add_waiting(waiting)
+        self._count_pending(waiting)
         self._log("submit", spec.id, spec.share, _describe(spec))
-
-    def _start(self, job: SimJob, borrowed: dict[str, int]) -> None:
-        spec = job.spec
-        waiting = self.state.remove_waiting(spec.id)
-        self._wait_less(waiting)
-        job.status = "RUNNING"
-        job.serial += 1
-        job.attempts.append(Attempt(self.now, borrowed))
-        self.state.add_running(
-            waiting.started(self.now, job.work_done, borrowing=any(borrowed.values()))
-        )
-        self._push(self.now + spec.duration - job.work_done, _FINISH, (spec.id, job.serial))
-        lent = ", ".join(f"{n} {u}" for u, n in sorted(borrowed.items()) if n)
-        self._log(
-            "start",
-            spec.id,
-            spec.share,
-            f"attempt {len(job.attempts)}" + (f", borrows {lent}" if lent else ""),
-        )
-        self.last_wait.pop(spec.id, None)
 
     def _finish(self, job: SimJob) -> None:
         self.state.remove_running(job.spec.id)
@@ -299,28 +275,24 @@ class Simulator:
 
     def _stop(self, job: SimJob, kind: PreemptionKind, by: str, fails: bool) -> None:
         spec = job.spec
-        running = self.state.remove_running(spec.id)
+        result = stopped(self.state, spec.id, self.now, fails=fails)
         attempt = job.attempts[-1]
-        progress = job.work_done + (self.now - attempt.start)
-        kept = 0.0
-        if spec.checkpoint_interval:
-            kept = math.floor(progress / spec.checkpoint_interval) * spec.checkpoint_interval
         attempt.end, attempt.outcome = self.now, "PREEMPTED"
         attempt.preemption, attempt.preempted_by = kind, by
-        attempt.work_lost = (progress - kept) * sum(spec.demand.values())
-        job.work_done = kept
+        lost = result.job.progress(self.now) - result.work_kept
+        attempt.work_lost = lost * sum(spec.demand.values())
+        job.work_done = result.work_kept
         job.preemptions += 1
-        if fails:
+        if result.requeued is None:
             retries = spec.preemption_retries
             message = f"preempted {job.preemptions} times; preemption_retries is {retries}"
             self._end(job, "FAILED", FailureCode.PREEMPTION_RETRIES_EXHAUSTED.value, message)
             return
         job.status = "RUNNABLE"
-        self._wait_more(running.requeued())
-        self._log("requeue", spec.id, spec.share, f"resumes from {kept:g}s of work")
+        self._count_pending(result.requeued)
+        self._log("requeue", spec.id, spec.share, f"resumes from {result.work_kept:g}s of work")
 
-    def _wait_more(self, job: WaitingJob) -> None:
-        self.state.add_waiting(job)
+    def _count_pending(self, job: WaitingJob) -> None:
         pending = self.pending.setdefault(job.share, {})
         for unit, count in job.demand.items():
             pending[unit] = pending.get(unit, 0) + count
