@@ -23,9 +23,9 @@ The phases, in order:
 
 A preemptor is never admitted in the cycle that chose its victims: their
 capacity is still held. It waits ``PREEMPTION_IN_PROGRESS``, its place claimed
-in the *after* view, and starts in the first cycle after they stopped; never
-earlier by borrowing, meanwhile, idle capacity that its stopping victims' room
-would not need.
+in the *after* view, and starts in the first cycle after they stopped. It
+never starts earlier by borrowing more than it will once they have stopped
+(the room they free is its own, not idle capacity to borrow meanwhile).
 """
 
 from __future__ import annotations

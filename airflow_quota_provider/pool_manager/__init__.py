@@ -1,0 +1,6 @@
+"""The pool manager: quota shares for any Airflow task, through Airflow pools.
+
+Each (share, unit) of a quota config is one Airflow pool; the manager sets the
+pools' slots to what the core admits, and preempts by clearing task instances.
+:mod:`~airflow_quota_provider.pool_manager.decide` is its pure decision step.
+"""

@@ -1,0 +1,255 @@
+"""The pool manager's decision step: what Airflow shows now -> pool slots, clears, reasons.
+
+A pure function of the task instances of the managed pools and the time. Each
+cycle rebuilds the core's queue state from Airflow (Airflow is the source of
+truth; nothing but preemption counts is remembered between cycles) and
+settles it with the core's settle loop:
+
+- a **scheduled** task is a waiting job of the pool's share, in the order in
+  which Airflow's scheduler hands out a pool's slots: ``priority_weight``
+  (higher first), then its run's logical date, then its key;
+- a **queued, running or deferred** task is a running job; it borrows if, in
+  its share, the tasks that started before it already used what the share
+  owns;
+- a **restarting** task (cleared, its process maybe still alive) is a running
+  job being stopped: its capacity is not handed out until it is gone;
+- a task that could never fit what its share may hold is failed at once, with
+  a note saying what the share can hold (Airflow would leave it scheduled
+  forever).
+
+Out come the slots of every managed pool (what its share may hold now: the
+tasks Airflow counts, plus those admitted this cycle, so its open slots are
+exactly what the core admitted and a large head is not overtaken by smaller
+tasks behind it), the tasks to clear (preemption) or fail, and a reason with
+the numbers for every task left waiting.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from airflow_quota_provider.core import (
+    Admission,
+    Failure,
+    Preemption,
+    PreemptionKind,
+    QueueState,
+    RunningJob,
+    Wait,
+    WaitingJob,
+    settle,
+)
+from airflow_quota_provider.core.admission import check_fits_ever
+from airflow_quota_provider.pool_manager.fleet import Fleet
+from airflow_quota_provider.pool_manager.tasks import PoolTask, TaskKey, TaskState
+
+NOTE_LIMIT = 1000
+"""Airflow keeps at most this many characters of a task instance's note."""
+
+
+@dataclass(frozen=True, slots=True)
+class Start:
+    """A scheduled task the share may start now; its pool opens ``slots`` for it."""
+
+    key: TaskKey
+    pool: str
+    slots: int
+    borrowed: int
+
+
+@dataclass(frozen=True, slots=True)
+class Stop:
+    """Clear a task to make room for ``preemptor`` (or fail it: its preemptions are used up).
+
+    :param note: the task instance note that says who preempted it and why.
+    """
+
+    key: TaskKey
+    pool: str
+    kind: PreemptionKind
+    preemptor: TaskKey
+    fails: bool
+    note: str
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """Fail a scheduled task at once: it could never fit; ``note`` says what its share can hold."""
+
+    key: TaskKey
+    pool: str
+    note: str
+
+
+@dataclass(frozen=True)
+class PoolPlan:
+    """What one cycle of the pool manager does.
+
+    :param slots: every managed pool's slots from now on.
+    :param waiting: why each task left waiting waits, in dispatch order per share.
+    :param recheck_at: when a protection that kept a task waiting expires.
+    """
+
+    slots: Mapping[str, int]
+    start: tuple[Start, ...] = ()
+    stop: tuple[Stop, ...] = ()
+    refuse: tuple[Refusal, ...] = ()
+    waiting: Mapping[TaskKey, Wait] = field(default_factory=dict)
+    recheck_at: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class History:
+    """What Airflow does not keep for a task: how often it has been preempted, and how
+    many preemptions it survives (``None`` = no cap)."""
+
+    preemptions: int = 0
+    preemption_retries: int | None = None
+
+
+NO_HISTORY = History()
+
+
+def decide(
+    fleet: Fleet,
+    tasks: Iterable[PoolTask],
+    now: float,
+    history: Mapping[TaskKey, History] | None = None,
+) -> PoolPlan:
+    """Decide one cycle for the task instances of ``fleet``'s pools at time ``now``."""
+    history = history or {}
+    by_id: dict[str, PoolTask] = {}
+    holders: list[PoolTask] = []
+    waiting: list[PoolTask] = []
+    refused: list[Refusal] = []
+    for task in tasks:
+        if task.pool not in fleet.shares:
+            continue
+        by_id[str(task.key)] = task
+        if task.state.holds:
+            holders.append(task)
+        elif task.state is TaskState.SCHEDULED:
+            refusal = _never_fits(fleet, task)
+            if refusal is None:
+                waiting.append(task)
+            else:
+                refused.append(refusal)
+    state = QueueState.from_jobs(
+        fleet.config,
+        _running(fleet, holders, now, history),
+        (_waiting(fleet, task, history.get(task.key, NO_HISTORY)) for task in waiting),
+    )
+    applier = _Recorder(fleet, by_id)
+    settled = settle(state, now, applier)
+    stopped = {stop.key for stop in applier.stops}
+    slots = dict.fromkeys(fleet.shares, 0)
+    for task in holders:
+        if task.state.counted and task.key not in stopped:
+            slots[task.pool] += task.slots
+    for start in applier.starts:
+        slots[start.pool] += start.slots
+    reasons = settled.decisions.waiting
+    return PoolPlan(
+        slots=slots,
+        start=tuple(applier.starts),
+        stop=tuple(applier.stops),
+        refuse=tuple(refused),
+        waiting={by_id[job_id].key: reasons[job_id] for job_id in reasons},
+        recheck_at=settled.decisions.recheck_at,
+    )
+
+
+def _never_fits(fleet: Fleet, task: PoolTask) -> Refusal | None:
+    share_name, unit = fleet.shares[task.pool]
+    share = fleet.config.share(share_name)
+    assert share is not None
+    refusal = check_fits_ever(fleet.config, share, {unit: task.slots})
+    if refusal is None:
+        return None
+    note = (
+        f"Failed by the quota pool manager: pool_slots={task.slots} in pool {task.pool} can "
+        f"never run: {refusal.message}. Lower pool_slots or give share {share_name} more {unit}."
+    )
+    return Refusal(task.key, task.pool, note[:NOTE_LIMIT])
+
+
+def _running(
+    fleet: Fleet, holders: list[PoolTask], now: float, history: Mapping[TaskKey, History]
+) -> list[RunningJob]:
+    """The holders as running jobs; per share, in start order, those beyond what the share
+    owns borrow (Airflow keeps no record of it, and a restarted manager must agree)."""
+    jobs = []
+    used: dict[tuple[str, str], int] = {}
+    for task in sorted(
+        holders, key=lambda t: (now if t.start_date is None else t.start_date, t.key)
+    ):
+        share_name, unit = fleet.shares[task.pool]
+        share = fleet.config.share(share_name)
+        assert share is not None
+        before = used.get((share_name, unit), 0)
+        used[(share_name, unit)] = before + task.slots
+        past = history.get(task.key, NO_HISTORY)
+        jobs.append(
+            RunningJob(
+                str(task.key),
+                share_name,
+                {unit: task.slots},
+                task.priority_weight,
+                task.start_date if task.start_date is not None else now,
+                submitted=task.run_date,
+                preemptions=past.preemptions,
+                preemption_retries=past.preemption_retries,
+                terminating=task.state is TaskState.RESTARTING,
+                borrowing=before + task.slots > share.owns(unit),
+            )
+        )
+    return jobs
+
+
+def _waiting(fleet: Fleet, task: PoolTask, past: History) -> WaitingJob:
+    share_name, unit = fleet.shares[task.pool]
+    return WaitingJob(
+        str(task.key),
+        share_name,
+        {unit: task.slots},
+        task.priority_weight,
+        task.run_date,
+        preemptions=past.preemptions,
+        preemption_retries=past.preemption_retries,
+    )
+
+
+class _Recorder:
+    """The settle loop's Applier: records the decisions; the manager applies them."""
+
+    def __init__(self, fleet: Fleet, tasks: Mapping[str, PoolTask]) -> None:
+        self.fleet = fleet
+        self.tasks = tasks
+        self.starts: list[Start] = []
+        self.stops: list[Stop] = []
+
+    def admit(self, job: WaitingJob, admission: Admission, now: float) -> RunningJob:
+        task = self.tasks[job.id]
+        borrowed = sum(admission.borrowed.values())
+        self.starts.append(Start(task.key, task.pool, task.slots, borrowed))
+        return job.started(now, borrowing=borrowed > 0)
+
+    def preempt(self, job: RunningJob, preemption: Preemption, now: float) -> None:
+        task = self.tasks[job.id]
+        preemptor = self.tasks[preemption.preemptor].key
+        what = "Failed" if preemption.fails else "Cleared"
+        note = (
+            f"{what} by the quota pool manager for {preemptor} "
+            f"({preemption.kind.value}): {preemption.message}"
+        )
+        self.stops.append(
+            Stop(
+                task.key, task.pool, preemption.kind, preemptor, preemption.fails, note[:NOTE_LIMIT]
+            )
+        )
+
+    def fail(self, job: WaitingJob, failure: Failure, now: float) -> None:
+        # every task that could never fit was refused before the state was built, and
+        # shares cannot disappear within a cycle
+        raise AssertionError(f"unexpected failure of {job.id}: {failure.message}")

@@ -1,0 +1,50 @@
+"""Which Airflow pool holds which share's capacity of which unit.
+
+A pools fleet is a quota config whose shares are Airflow pools: each share
+owns capacity per unit (``gpu``, ``nvidia-a100``), and each (share, unit) is
+one pool. A task joins a share by naming its pool and asks for units with
+``pool_slots``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+from airflow_quota_provider.core.model import QueueConfig
+
+DEFAULT_POOL_NAME = "quota-{share}-{unit}"
+"""The pool of a share's unit when the config names none, e.g. ``quota-nlp-gpu``."""
+
+
+def default_pool(share: str, unit: str) -> str:
+    return DEFAULT_POOL_NAME.format(share=share, unit=unit)
+
+
+@dataclass(frozen=True)
+class Fleet:
+    """The managed pools of one quota config: ``shares[pool] = (share, unit)``."""
+
+    config: QueueConfig
+    shares: Mapping[str, tuple[str, str]]
+
+    @classmethod
+    def of(cls, config: QueueConfig, names: Mapping[tuple[str, str], str] | None = None) -> Fleet:
+        """Every share's every unit of the queue (a share may borrow a unit it owns none of),
+        in the pool ``names`` gives or the default one."""
+        names = names or {}
+        shares = {
+            names.get((share.name, unit)) or default_pool(share.name, unit): (share.name, unit)
+            for share in config.shares
+            for unit in config.capacity
+        }
+        return cls(config, shares)
+
+    def pool_of(self, share: str, unit: str) -> str:
+        for pool, owner in self.shares.items():
+            if owner == (share, unit):
+                return pool
+        raise KeyError(f"no pool holds {unit} of share {share}")
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.shares)

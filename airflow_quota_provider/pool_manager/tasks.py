@@ -1,0 +1,92 @@
+"""Task instances of managed pools as the pool manager reads them from Airflow.
+
+Pure data: the REST client fills it in, :mod:`~airflow_quota_provider.pool_manager.decide`
+reads it. Times are seconds since the epoch (UTC).
+
+What each state means for capacity (Airflow 3.3):
+
+==============================  =========================================
+state                           for the quota shares
+==============================  =========================================
+``scheduled``                   waits for a pool slot: a job in its share's queue
+``queued``, ``running``         holds its ``pool_slots`` (Airflow counts them)
+``deferred``                    holds them too (the pools count deferred tasks)
+``restarting``                  cleared while it ran: Airflow no longer counts it,
+                                but its process may live ~10 s more, so its
+                                capacity is held until it is gone
+anything else                   holds nothing, waits for nothing
+==============================  =========================================
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+
+class TaskState(str, enum.Enum):
+    """The task instance states that matter to a pool."""
+
+    SCHEDULED = "scheduled"
+    QUEUED = "queued"
+    RUNNING = "running"
+    DEFERRED = "deferred"
+    RESTARTING = "restarting"
+    OTHER = "other"
+
+    @classmethod
+    def of(cls, value: str | None) -> TaskState:
+        try:
+            return cls(value or "other")
+        except ValueError:
+            return cls.OTHER
+
+    @property
+    def holds(self) -> bool:
+        """Its process (or trigger) may be using the capacity."""
+        return self in _HOLDING
+
+    @property
+    def counted(self) -> bool:
+        """Airflow counts it against its pool's slots (with ``include_deferred``)."""
+        return self in _COUNTED
+
+
+_COUNTED = frozenset({TaskState.QUEUED, TaskState.RUNNING, TaskState.DEFERRED})
+_HOLDING = _COUNTED | {TaskState.RESTARTING}
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class TaskKey:
+    """One task instance: a task of a DAG run, and its map index (-1 when not mapped)."""
+
+    dag_id: str
+    run_id: str
+    task_id: str
+    map_index: int = -1
+
+    def __str__(self) -> str:
+        mapped = f"[{self.map_index}]" if self.map_index >= 0 else ""
+        return f"{self.dag_id}/{self.run_id}/{self.task_id}{mapped}"
+
+
+@dataclass(frozen=True, slots=True)
+class PoolTask:
+    """A task instance in a managed pool.
+
+    :param slots: its ``pool_slots``: how many of the pool's unit it needs.
+    :param priority_weight: Airflow's effective priority weight (higher first).
+    :param run_date: its run's logical date, or when the run was due if it has
+        none; with ``priority_weight`` and the map index, the order in which
+        Airflow's scheduler hands out a pool's slots.
+    :param start_date: when its current try started, if it runs.
+    """
+
+    key: TaskKey
+    pool: str
+    slots: int
+    priority_weight: int
+    run_date: float
+    state: TaskState
+    start_date: float | None = None
+    try_number: int = 0

@@ -1,0 +1,206 @@
+"""The pool manager's decision step: task instances as Airflow shows them -> slots, clears,
+reasons. Tables with whole-object expectations; messages checked word for word."""
+
+from __future__ import annotations
+
+from airflow_quota_provider.core import PreemptionKind, WaitCode
+from airflow_quota_provider.pool_manager.decide import (
+    History,
+    PoolPlan,
+    Refusal,
+    Start,
+    Stop,
+    decide,
+)
+from airflow_quota_provider.pool_manager.fleet import Fleet
+from airflow_quota_provider.pool_manager.tasks import PoolTask, TaskKey, TaskState
+from tests.core.builders import queue, share
+
+CONFIG = queue(
+    share("nlp").capacity(gpu=8).lend_and_borrow().in_share_preemption(),
+    share("vision").capacity(gpu=8).lend_and_borrow(limit=100),
+    share("eval").capacity(gpu=0).lend(),
+    gpu=16,
+)
+FLEET = Fleet.of(CONFIG, {("vision", "gpu"): "vision-gpus"})
+NLP, VISION = "quota-nlp-gpu", "vision-gpus"
+
+
+def key(task_id: str, map_index: int = -1) -> TaskKey:
+    return TaskKey("train", "run-1", task_id, map_index)
+
+
+def task(
+    task_id: str,
+    pool: str,
+    slots: int,
+    state: TaskState = TaskState.SCHEDULED,
+    weight: int = 1,
+    started: float | None = None,
+    run_date: float = 0.0,
+) -> PoolTask:
+    if state.holds and started is None:
+        started = 0.0
+    return PoolTask(key(task_id), pool, slots, weight, run_date, state, started)
+
+
+RUNNING, RESTARTING = TaskState.RUNNING, TaskState.RESTARTING
+
+
+def slots(**pools: int) -> dict[str, int]:
+    """Every managed pool's slots; those not named are 0."""
+    result = dict.fromkeys(FLEET.shares, 0)
+    result.update({NLP: pools.pop("nlp", 0), VISION: pools.pop("vision", 0)})
+    assert not pools
+    return result
+
+
+def test_the_pools_of_a_fleet_are_named_by_the_config_or_by_default() -> None:
+    assert FLEET.shares == {
+        "quota-nlp-gpu": ("nlp", "gpu"),
+        "vision-gpus": ("vision", "gpu"),
+        "quota-eval-gpu": ("eval", "gpu"),
+    }
+
+
+def test_a_task_that_fits_what_its_share_owns_opens_exactly_its_slots() -> None:
+    plan = decide(FLEET, [task("a", NLP, 2, RUNNING), task("b", NLP, 4)], now=10)
+    assert plan == PoolPlan(slots=slots(nlp=6), start=(Start(key("b"), NLP, 4, 0),))
+
+
+def test_a_large_head_is_not_overtaken_by_smaller_tasks_behind_it() -> None:
+    tasks = [
+        task("running", NLP, 4, RUNNING, weight=20),
+        task("vision", VISION, 8, RUNNING),
+        task("big", NLP, 8, weight=10),
+        task("small", NLP, 1, weight=1),
+    ]
+    plan = decide(FLEET, tasks, now=10)
+    assert plan.slots == slots(nlp=4, vision=8), "no open slot a smaller task could take"
+    assert plan.start == () and plan.stop == ()
+    big, small = plan.waiting[key("big")], plan.waiting[key("small")]
+    assert big.code is WaitCode.WAITING_FOR_OWN_CAPACITY
+    assert big.message == (
+        "nlp needs 8 gpu; it uses 4 of 8 and waits for its own jobs to leave room (a job "
+        "that would borrow does not reclaim lent gpu); only 0 idle gpu can be lent to it "
+        "meanwhile (4 more needed)"
+    )
+    assert small.code is WaitCode.BEHIND_IN_SHARE
+    assert small.message == (
+        "2nd in share nlp's queue; behind train/run-1/big (priority 10 > 1), "
+        "which is waiting: WAITING_FOR_OWN_CAPACITY"
+    )
+
+
+def test_idle_capacity_is_lent_and_the_borrowers_pool_grows_beyond_what_it_owns() -> None:
+    plan = decide(FLEET, [task("v1", VISION, 8, RUNNING), task("v2", VISION, 6)], now=10)
+    assert plan == PoolPlan(slots=slots(vision=14), start=(Start(key("v2"), VISION, 6, 6),))
+
+
+def test_an_owner_reclaims_its_pool_shrinks_nothing_else_opens_until_the_victim_is_gone() -> None:
+    borrowing = [
+        task("v-own", VISION, 8, RUNNING, started=0),
+        task("v-borrow", VISION, 6, RUNNING, started=5),
+    ]
+    # 1. the owner's task appears: the borrower is cleared, the owner's pool stays shut
+    plan = decide(FLEET, [*borrowing, task("n", NLP, 8, weight=5)], now=100)
+    assert plan.slots == slots(nlp=0, vision=8)
+    assert plan.start == ()
+    assert plan.stop == (
+        Stop(
+            key("v-borrow"),
+            VISION,
+            PreemptionKind.RECLAIM,
+            key("n"),
+            fails=False,
+            note=(
+                "Cleared by the quota pool manager for train/run-1/n (RECLAIM): share vision "
+                "borrows 6 gpu (uses 14, owns 8); share nlp reclaims it for job train/run-1/n, "
+                "which needs 8 gpu within what its share owns"
+            ),
+        ),
+    )
+    assert plan.waiting[key("n")].code is WaitCode.PREEMPTION_IN_PROGRESS
+    # 2. cleared, its process still alive (restarting): still nothing opens for the owner
+    stopping = [borrowing[0], task("v-borrow", VISION, 6, RESTARTING, started=5)]
+    plan = decide(FLEET, [*stopping, task("n", NLP, 8, weight=5)], now=103)
+    assert plan.slots == slots(nlp=0, vision=8) and plan.start == () and plan.stop == ()
+    assert plan.waiting[key("n")].message == (
+        "nlp waits for preempted jobs to stop: train/run-1/v-borrow"
+    )
+    # 3. its process is gone, it waits again: the owner's pool opens, the victim waits
+    gone = [borrowing[0], task("v-borrow", VISION, 6), task("n", NLP, 8, weight=5)]
+    plan = decide(FLEET, gone, now=110)
+    assert plan.slots == slots(nlp=8, vision=8)
+    assert plan.start == (Start(key("n"), NLP, 8, 0),)
+    assert plan.waiting[key("v-borrow")].code is WaitCode.NO_IDLE_CAPACITY
+
+
+def test_the_task_that_started_last_is_the_borrower_whatever_its_size() -> None:
+    tasks = [
+        task("late", VISION, 2, RUNNING, started=50),
+        task("early", VISION, 8, RUNNING, started=10),
+        task("n", NLP, 8),
+    ]
+    plan = decide(FLEET, [*tasks, task("n2", NLP, 2)], now=100)
+    assert [(stop.key, stop.kind) for stop in plan.stop] == [(key("late"), PreemptionKind.RECLAIM)]
+
+
+def test_an_urgent_task_preempts_a_lower_priority_one_of_its_share() -> None:
+    tasks = [
+        task("low", NLP, 6, RUNNING, weight=1),
+        task("vision", VISION, 10, RUNNING),
+        task("urgent", NLP, 4, weight=100),
+    ]
+    plan = decide(FLEET, tasks, now=10)
+    assert [(s.key, s.kind, s.preemptor) for s in plan.stop] == [
+        (key("low"), PreemptionKind.IN_SHARE, key("urgent"))
+    ]
+    assert plan.slots == slots(nlp=0, vision=10)
+
+
+def test_a_deferred_task_holds_its_slots() -> None:
+    tasks = [task("waiting-on-sagemaker", NLP, 8, TaskState.DEFERRED), task("next", NLP, 8)]
+    plan = decide(FLEET, [*tasks, task("vision", VISION, 8, RUNNING)], now=10)
+    assert plan.slots == slots(nlp=8, vision=8) and plan.start == ()
+
+
+def test_a_task_that_could_never_fit_its_share_is_refused_with_what_the_share_can_hold() -> None:
+    plan = decide(FLEET, [task("huge", VISION, 17), task("ok", VISION, 1)], now=10)
+    assert plan.refuse == (
+        Refusal(
+            key("huge"),
+            VISION,
+            "Failed by the quota pool manager: pool_slots=17 in pool vision-gpus can never "
+            "run: the job needs 17 gpu; job queue q has 16. Lower pool_slots or give share "
+            "vision more gpu.",
+        ),
+    )
+    assert plan.start == (Start(key("ok"), VISION, 1, 0),)
+
+
+def test_a_task_whose_preemptions_are_used_up_is_failed_not_cleared() -> None:
+    tasks = [
+        task("low", NLP, 8, RUNNING, weight=1),
+        task("vision", VISION, 8, RUNNING),
+        task("urgent", NLP, 8, weight=100),
+    ]
+    history = {key("low"): History(preemptions=2, preemption_retries=2)}
+    (stop,) = decide(FLEET, tasks, now=10, history=history).stop
+    assert stop.fails and stop.note.startswith("Failed by the quota pool manager for ")
+
+
+def test_tasks_of_other_pools_are_none_of_its_business() -> None:
+    plan = decide(FLEET, [task("etl", "default_pool", 100), task("a", NLP, 1)], now=10)
+    assert plan == PoolPlan(slots=slots(nlp=1), start=(Start(key("a"), NLP, 1, 0),))
+
+
+def test_the_order_is_airflows_priority_weight_then_run_date() -> None:
+    tasks = [
+        task("old-low", NLP, 8, weight=1, run_date=0),
+        task("new-high", NLP, 8, weight=2, run_date=100),
+        task("old-high", NLP, 8, weight=2, run_date=50),
+    ]
+    plan = decide(FLEET, [*tasks, task("vision", VISION, 8, RUNNING)], now=200)
+    assert plan.start == (Start(key("old-high"), NLP, 8, 0),)
+    assert list(plan.waiting) == [key("new-high"), key("old-low")]
