@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from airflow_quota_provider.cli import (
     demo,
     emulator,
+    pool_manager,
     recommend,
     simulate,
     status,
@@ -24,7 +25,17 @@ def build_parser() -> argparse.ArgumentParser:
         description="Share GPU capacity between teams through AWS Batch quota shares.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (validate, simulate, emulator, sync, trace, recommend, status, demo):
+    for module in (
+        validate,
+        simulate,
+        emulator,
+        sync,
+        trace,
+        recommend,
+        status,
+        pool_manager,
+        demo,
+    ):
         module.add_parser(commands)
     return parser
 

@@ -1,0 +1,119 @@
+"""``airflow-quota pool-manager --config FILE``: run the pool manager beside the scheduler.
+
+It reaches Airflow through its public REST API as an Airflow user: the
+connection ``--conn-id`` (default ``airflow_api_default``; host, port, login and
+password, e.g. ``AIRFLOW_CONN_AIRFLOW_API_DEFAULT=http://manager:secret@api:8080``),
+or ``--api-url`` and ``--username`` with the password in the environment
+variable ``AIRFLOW_QUOTA_API_PASSWORD`` (never on the command line, where
+``ps`` shows it). Exit codes: 0 stopped by a signal, 1 bad config or
+connection, 2 usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+from typing import Any
+
+from airflow_quota_provider.config_file import load_config
+from airflow_quota_provider.exceptions import ConfigError
+from airflow_quota_provider.pool_manager.fleet import Fleet
+from airflow_quota_provider.pool_manager.gateway import AirflowGateway, Credentials
+from airflow_quota_provider.pool_manager.manager import PoolManager
+
+PASSWORD_VARIABLE = "AIRFLOW_QUOTA_API_PASSWORD"
+DEFAULT_CONN_ID = "airflow_api_default"
+
+
+def add_parser(commands: Any) -> None:
+    parser: argparse.ArgumentParser = commands.add_parser(
+        "pool-manager",
+        help="run quota shares for any Airflow task through Airflow pools",
+        description="Keep the Airflow pools of a quota config in line with the quota rules: "
+        "each share's pool opens exactly the slots its waiting tasks may take now, idle "
+        "capacity is lent, and borrowers or lower-priority tasks are preempted by clearing "
+        "them. Runs until stopped (SIGINT or SIGTERM).",
+    )
+    parser.add_argument("--config", required=True, help="the quota config (YAML or JSON)")
+    parser.add_argument(
+        "--interval", type=_positive, default=5.0, help="seconds between cycles (default 5)"
+    )
+    parser.add_argument(
+        "--conn-id",
+        default=DEFAULT_CONN_ID,
+        help=f"Airflow connection to the api-server (default {DEFAULT_CONN_ID})",
+    )
+    parser.add_argument("--api-url", help="the api-server's URL, instead of a connection")
+    parser.add_argument(
+        "--username", help=f"the Airflow user, with the password in ${PASSWORD_VARIABLE}"
+    )
+    parser.add_argument(
+        "--once", action="store_true", help="run one cycle, print what it decided, and exit"
+    )
+    parser.set_defaults(handler=run)
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, got {text}")
+    return value
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        config = load_config(args.config)
+    except ConfigError as error:
+        for problem in error.problems:
+            print(f"{args.config}: {problem}", file=sys.stderr)
+        return 1
+    try:
+        url, credentials = _connection(args)
+    except ValueError as error:
+        print(f"airflow-quota pool-manager: {error}", file=sys.stderr)
+        return 1
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    manager = PoolManager(Fleet.of(config), AirflowGateway(url, credentials))
+    if args.once:
+        report = manager.cycle()
+        for start in report.plan.start:
+            print(f"start {start.key} in {start.pool} ({start.slots} slots)")
+        for stop in report.plan.stop:
+            print(f"preempt {stop.key}: {stop.note}")
+        for key, wait in report.plan.waiting.items():
+            print(f"wait {key}: {wait.code.value}: {wait.message}")
+        return 0
+    stopping = []
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stopping.append(True))
+    manager.run(args.interval, should_stop=lambda: bool(stopping))
+    return 0
+
+
+def _connection(args: argparse.Namespace) -> tuple[str, Credentials]:
+    if args.api_url:
+        if not args.username:
+            raise ValueError("--api-url needs --username (and the password in the environment)")
+        return args.api_url, Credentials(args.username, os.environ.get(PASSWORD_VARIABLE, ""))
+    from airflow.models.connection import Connection
+    from airflow.sdk.exceptions import AirflowNotFoundException
+
+    try:
+        conn = Connection.get_connection_from_secrets(args.conn_id)
+    except AirflowNotFoundException:
+        raise ValueError(
+            f"no Airflow connection {args.conn_id!r}: define it (e.g. "
+            f"AIRFLOW_CONN_{args.conn_id.upper()}=http://USER:PASSWORD@HOST:PORT) "
+            f"or pass --api-url and --username"
+        ) from None
+    scheme = conn.conn_type if conn.conn_type in ("http", "https") else "http"
+    port = f":{conn.port}" if conn.port else ""
+    if not conn.host or not conn.login:
+        raise ValueError(f"Airflow connection {args.conn_id!r} needs a host and a login")
+    return f"{scheme}://{conn.host}{port}", Credentials(conn.login, conn.password or "")

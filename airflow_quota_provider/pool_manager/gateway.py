@@ -1,0 +1,254 @@
+"""What the pool manager reads from and does to Airflow, through its public REST API v2.
+
+Built on the official ``apache-airflow-client``; only logging in
+(``POST /auth/token``, which the client does not cover) is done by hand. The
+token is renewed before it expires: Airflow gives machine clients no refresh
+token, so the manager logs in again.
+
+Every call selects exactly what it means to change: a clear names one task
+instance of one run (Airflow's defaults would be a dry run of failed tasks
+only, in every run), with the note that says why.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import urllib3
+from airflow_client.client import ApiClient, Configuration
+from airflow_client.client.api.pool_api import PoolApi
+from airflow_client.client.api.task_instance_api import TaskInstanceApi
+from airflow_client.client.exceptions import ApiException
+from airflow_client.client.models.clear_task_instances_body import ClearTaskInstancesBody
+from airflow_client.client.models.patch_task_instance_body import PatchTaskInstanceBody
+from airflow_client.client.models.pool_body import PoolBody
+from airflow_client.client.models.pool_patch_body import PoolPatchBody
+from airflow_client.client.models.task_instance_response import TaskInstanceResponse
+from airflow_client.client.models.task_instance_state import TaskInstanceState
+from airflow_client.client.models.task_instances_batch_body import TaskInstancesBatchBody
+
+from airflow_quota_provider.pool_manager.tasks import PoolTask, TaskKey, TaskState
+
+PAGE_SIZE = 1000
+"""Task instances per list call (the batch route takes any page size)."""
+
+RENEW_BEFORE_SECONDS = 300.0
+"""Log in again when the token has less than this left."""
+
+_READ_STATES = [
+    TaskInstanceState(state.value) for state in TaskState if state is not TaskState.OTHER
+]
+
+
+class GatewayError(RuntimeError):
+    """Airflow could not be reached or refused a call; ``status`` is the HTTP status, if any."""
+
+    def __init__(self, what: str, detail: str, status: int | None = None) -> None:
+        super().__init__(f"{what}: {detail}")
+        self.status = status
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """An Airflow user the manager acts as (never logged, never shown)."""
+
+    username: str
+    password: str = ""
+
+    def __repr__(self) -> str:
+        return f"Credentials(username={self.username!r}, password=***)"
+
+
+@dataclass(frozen=True)
+class PoolSlots:
+    name: str
+    slots: int
+    include_deferred: bool
+    description: str | None
+
+
+class AirflowGateway:
+    """One api-server, as one user."""
+
+    def __init__(
+        self,
+        base_url: str,
+        credentials: Credentials,
+        *,
+        timeout: float = 30.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.credentials = credentials
+        self.timeout = timeout
+        self.clock = clock
+        self.calls = 0
+        """REST calls made so far (logins included)."""
+        # no retries below: the manager's loop retries with its own growing delay
+        self._http = urllib3.PoolManager(retries=False)
+        self._configuration = Configuration(host=self.base_url)
+        self._configuration.retries = False
+        self._client = ApiClient(self._configuration)
+        self._expires = 0.0
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def task_instances(self, pools: Iterable[str]) -> list[PoolTask]:
+        """Every task instance of ``pools`` that waits for or holds a slot."""
+        api = TaskInstanceApi(self._authorized())
+        tasks: list[PoolTask] = []
+        offset = 0
+        while True:
+            body = TaskInstancesBatchBody(
+                pool=sorted(pools),
+                state=list(_READ_STATES),
+                page_limit=PAGE_SIZE,
+                page_offset=offset,
+                order_by="id",
+            )
+            page = self._call("list task instances", api.get_task_instances_batch, "~", "~", body)
+            tasks.extend(pool_task(ti) for ti in page.task_instances)
+            offset += len(page.task_instances)
+            if len(page.task_instances) < PAGE_SIZE or offset >= page.total_entries:
+                return tasks
+
+    def pools(self) -> dict[str, PoolSlots]:
+        api = PoolApi(self._authorized())
+        found: dict[str, PoolSlots] = {}
+        offset = 0
+        while True:
+            page = self._call("list pools", api.get_pools, limit=100, offset=offset)
+            for pool in page.pools:
+                found[pool.name] = PoolSlots(
+                    pool.name, pool.slots, bool(pool.include_deferred), pool.description
+                )
+            offset += len(page.pools)
+            if not page.pools or offset >= page.total_entries:
+                return found
+
+    # -- acting -----------------------------------------------------------------------------
+
+    def create_pool(self, name: str, slots: int, description: str) -> None:
+        api = PoolApi(self._authorized())
+        body = PoolBody(name=name, slots=slots, description=description, include_deferred=True)
+        self._call(f"create pool {name}", api.post_pool, body)
+
+    def set_pool(self, name: str, slots: int, description: str) -> None:
+        """Set a pool's slots, counting deferred tasks (they still hold their GPUs)."""
+        api = PoolApi(self._authorized())
+        body = PoolPatchBody(pool=name, slots=slots, description=description, include_deferred=True)
+        self._call(f"set pool {name}", api.patch_pool, name, body)
+
+    def clear(self, key: TaskKey, note: str) -> None:
+        """Clear exactly one task instance (it is killed if it runs, then runs again)."""
+        api = TaskInstanceApi(self._authorized())
+        task = key.task_id if key.map_index < 0 else [key.task_id, key.map_index]
+        body = ClearTaskInstancesBody.from_dict(
+            {
+                "dag_run_id": key.run_id,
+                "task_ids": [task],
+                "dry_run": False,
+                "only_failed": False,
+                "only_running": False,
+                "reset_dag_runs": False,
+                "include_upstream": False,
+                "include_downstream": False,
+                "include_future": False,
+                "include_past": False,
+                "note": note,
+            }
+        )
+        self._call(f"clear {key}", api.post_clear_task_instances, key.dag_id, body)
+
+    def fail(self, key: TaskKey, note: str) -> None:
+        """Mark one task instance failed (it is killed if it runs), with ``note``."""
+        api = TaskInstanceApi(self._authorized())
+        body = PatchTaskInstanceBody(new_state=TaskInstanceState.FAILED, note=note)
+        map_index = key.map_index if key.map_index >= 0 else None
+        self._call(
+            f"fail {key}",
+            api.patch_task_instance,
+            key.dag_id,
+            key.run_id,
+            key.task_id,
+            body,
+            map_index=map_index,
+        )
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    def _call(self, what: str, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        self.calls += 1
+        try:
+            return method(*args, _request_timeout=self.timeout, **kwargs)
+        except ApiException as error:
+            raise GatewayError(what, _detail(error), error.status) from None
+        except (urllib3.exceptions.HTTPError, OSError) as error:
+            detail = f"Airflow's API at {self.base_url} is unreachable ({error})"
+            raise GatewayError(what, detail) from None
+
+    def _authorized(self) -> ApiClient:
+        if self.clock() > self._expires - RENEW_BEFORE_SECONDS:
+            self._login()
+        return self._client
+
+    def _login(self) -> None:
+        self.calls += 1
+        body = {"username": self.credentials.username, "password": self.credentials.password}
+        try:
+            answer = self._http.request(
+                "POST", f"{self.base_url}/auth/token", json=body, timeout=self.timeout
+            )
+        except (urllib3.exceptions.HTTPError, OSError) as error:
+            raise GatewayError(
+                "log in", f"Airflow's API at {self.base_url} is unreachable ({error})"
+            ) from None
+        if answer.status >= 300:
+            detail = f"answered {answer.status} for user {self.credentials.username}"
+            raise GatewayError("log in", detail, answer.status)
+        token = str(json.loads(answer.data)["access_token"])
+        self._configuration.access_token = token
+        self._expires = _expiry(token, default=self.clock() + 3600)
+
+
+def pool_task(ti: TaskInstanceResponse) -> PoolTask:
+    run_date = ti.logical_date or ti.run_after
+    return PoolTask(
+        key=TaskKey(ti.dag_id, ti.dag_run_id, ti.task_id, ti.map_index),
+        pool=ti.pool,
+        slots=ti.pool_slots,
+        priority_weight=ti.priority_weight or 0,
+        run_date=_seconds(run_date) or 0.0,
+        state=TaskState.of(ti.state.value if ti.state is not None else None),
+        start_date=_seconds(ti.start_date),
+        try_number=ti.try_number,
+    )
+
+
+def _seconds(moment: datetime | None) -> float | None:
+    return None if moment is None else moment.timestamp()
+
+
+def _expiry(token: str, default: float) -> float:
+    """The ``exp`` claim of a JWT (read, not verified: the api-server verifies it)."""
+    try:
+        payload = token.split(".")[1]
+        claims: Mapping[str, Any] = json.loads(base64.urlsafe_b64decode(payload + "=="))
+        return float(claims["exp"])
+    except (IndexError, KeyError, TypeError, ValueError):
+        return default
+
+
+def _detail(error: ApiException) -> str:
+    body = error.body if isinstance(error.body, str) else ""
+    try:
+        detail = json.loads(body).get("detail", body)
+    except (ValueError, AttributeError):
+        detail = body
+    return f"answered {error.status} {error.reason}: {str(detail)[:300]}"

@@ -1,0 +1,151 @@
+"""The pool manager's loop: read Airflow, decide, apply in a safe order, sleep, repeat.
+
+Each cycle:
+
+1. reads the task instances of the managed pools and the pools (a few calls);
+2. decides with :func:`~airflow_quota_provider.pool_manager.decide.decide`;
+3. applies, in this order, so no GPU is ever promised twice:
+   a. pools that shrink (or are missing, or were edited by hand) are set first;
+   b. victims are cleared (or failed once their preemptions are used up), each
+      with a note saying who preempted it and why; Airflow kills them;
+   c. tasks that could never fit are failed with a note;
+   d. pools that grow are set last. A preemptor's pool grows only in a later
+      cycle, once its victims' processes are gone (they show ``restarting``
+      until then), because a cleared task stops counting against its pool at
+      once while its process may live ~10 s more.
+
+When Airflow cannot be reached or answers errors, the cycle stops where it is
+(nothing half-decided is applied), no pool grows while the manager cannot see,
+and it retries with a growing delay, saying so.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from airflow_quota_provider.pool_manager.decide import NO_HISTORY, History, PoolPlan, decide
+from airflow_quota_provider.pool_manager.fleet import Fleet
+from airflow_quota_provider.pool_manager.gateway import AirflowGateway, GatewayError, PoolSlots
+from airflow_quota_provider.pool_manager.tasks import TaskKey
+
+log = logging.getLogger(__name__)
+
+MAX_BACKOFF_SECONDS = 60.0
+
+
+@dataclass(frozen=True)
+class CycleReport:
+    """One cycle: what was decided, and how many REST calls it took."""
+
+    plan: PoolPlan
+    calls: int
+    pools_changed: int
+
+
+class PoolManager:
+    """Keeps one fleet's pools in line with the core's decisions."""
+
+    def __init__(
+        self,
+        fleet: Fleet,
+        gateway: AirflowGateway,
+        *,
+        clock: Callable[[], float] = time.time,
+        preemption_retries: Callable[[str], int | None] = lambda share: None,
+    ) -> None:
+        self.fleet = fleet
+        self.gateway = gateway
+        self.clock = clock
+        self.preemption_retries = preemption_retries
+        self.history: dict[TaskKey, History] = {}
+
+    def cycle(self) -> CycleReport:
+        calls = self.gateway.calls
+        tasks = self.gateway.task_instances(self.fleet)
+        pools = self.gateway.pools()
+        history = {
+            task.key: self._history(task.key, self.fleet.shares[task.pool][0]) for task in tasks
+        }
+        plan = decide(self.fleet, tasks, self.clock(), history)
+        changed = self._set_pools(plan, pools, grow=False)
+        for stop in plan.stop:
+            self._preempt(stop.key, stop.fails, stop.note, history[stop.key])
+        for refusal in plan.refuse:
+            log.warning("failing %s: %s", refusal.key, refusal.note)
+            self.gateway.fail(refusal.key, refusal.note)
+        changed += self._set_pools(plan, pools, grow=True)
+        return CycleReport(plan, self.gateway.calls - calls, changed)
+
+    def run(self, interval: float, should_stop: Callable[[], bool] = lambda: False) -> None:
+        """Cycle every ``interval`` seconds until ``should_stop()``; survive Airflow outages."""
+        backoff = interval
+        while not should_stop():
+            try:
+                report = self.cycle()
+            except GatewayError as error:
+                backoff = min(MAX_BACKOFF_SECONDS, max(interval, backoff * 2))
+                log.warning(
+                    "cannot reach Airflow (%s); no pool grows meanwhile; retrying in %g s",
+                    error,
+                    backoff,
+                )
+                _sleep(backoff, should_stop)
+                continue
+            backoff = interval
+            plan = report.plan
+            log.info(
+                "cycle: %d started, %d preempted, %d refused, %d waiting; %d REST calls",
+                len(plan.start),
+                len(plan.stop),
+                len(plan.refuse),
+                len(plan.waiting),
+                report.calls,
+            )
+            _sleep(interval, should_stop)
+
+    def _history(self, key: TaskKey, share: str) -> History:
+        past = self.history.get(key, NO_HISTORY)
+        return replace(past, preemption_retries=self.preemption_retries(share))
+
+    def _preempt(self, key: TaskKey, fails: bool, note: str, past: History) -> None:
+        self.history[key] = replace(past, preemptions=past.preemptions + 1)
+        if fails:
+            log.warning("failing %s: %s", key, note)
+            self.gateway.fail(key, note)
+        else:
+            log.info("clearing %s: %s", key, note)
+            self.gateway.clear(key, note)
+
+    def _set_pools(self, plan: PoolPlan, pools: dict[str, PoolSlots], *, grow: bool) -> int:
+        """Create, restore or shrink pools (``grow=False``), or grow them (``grow=True``)."""
+        changed = 0
+        for name, slots in plan.slots.items():
+            share, unit = self.fleet.shares[name]
+            description = f"quota share {share}, {unit}: managed by airflow-quota pool-manager"
+            have = pools.get(name)
+            if have is None:
+                if not grow:
+                    log.info("creating pool %s with %d slots (it was missing)", name, slots)
+                    self.gateway.create_pool(name, slots, description)
+                    changed += 1
+                continue
+            if grow:
+                due = slots > have.slots
+            else:
+                due = slots < have.slots or (slots == have.slots and not have.include_deferred)
+            if not due:
+                continue
+            if not have.include_deferred:
+                log.warning("restoring include_deferred of pool %s, turned off by hand", name)
+            self.gateway.set_pool(name, slots, description)
+            changed += 1
+        return changed
+
+
+def _sleep(seconds: float, should_stop: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + seconds
+    while not should_stop() and time.monotonic() < deadline:
+        time.sleep(min(0.2, max(0.0, deadline - time.monotonic())))

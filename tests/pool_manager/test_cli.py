@@ -1,0 +1,106 @@
+"""``airflow-quota pool-manager``: bad input and an unreachable Airflow, without Airflow running."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from airflow_quota_provider.cli import main
+from airflow_quota_provider.pool_manager.fleet import Fleet
+from airflow_quota_provider.pool_manager.gateway import AirflowGateway, Credentials, GatewayError
+from airflow_quota_provider.pool_manager.manager import PoolManager
+from tests.core.builders import queue, share
+
+HERE = Path(__file__).resolve().parent
+
+
+def closed_port() -> str:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{probe.getsockname()[1]}"
+
+
+def test_a_bad_config_is_reported_by_path_and_nothing_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "fleet.yaml"
+    config.write_text(
+        "job_queue: gpus\ncapacity: {gpu: 4}\nshares: [{name: a, capacity: {gpu: 9}}]\n"
+    )
+    code = main(
+        ["pool-manager", "--config", str(config), "--api-url", "http://x", "--username", "u"]
+    )
+    assert code == 1
+    assert "shares[0].capacity.gpu" in capsys.readouterr().err
+
+
+def test_api_url_without_a_user_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["pool-manager", "--config", str(HERE / "fleet.yaml"), "--api-url", "http://x"])
+    assert code == 1
+    assert "--api-url needs --username" in capsys.readouterr().err
+
+
+def test_a_missing_connection_says_how_to_define_one(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("AIRFLOW_CONN_NO_SUCH_API", raising=False)
+    code = main(["pool-manager", "--config", str(HERE / "fleet.yaml"), "--conn-id", "no_such_api"])
+    assert code == 1
+    assert (
+        "no Airflow connection 'no_such_api': define it (e.g. "
+        "AIRFLOW_CONN_NO_SUCH_API=http://USER:PASSWORD@HOST:PORT) or pass --api-url and --username"
+    ) in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("interval", ["0", "-1", "soon"])
+def test_the_interval_must_be_positive_seconds(interval: str) -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "airflow_quota_provider.cli",
+            "pool-manager",
+            "--config",
+            "x",
+            "--interval",
+            interval,
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "argument --interval:" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_an_unreachable_api_is_a_clear_error_naming_it() -> None:
+    url = closed_port()
+    gateway = AirflowGateway(url, Credentials("manager", "secret"), timeout=2)
+    with pytest.raises(GatewayError, match=f"log in: Airflow's API at {url} is unreachable"):
+        gateway.pools()
+
+
+def test_the_manager_waits_with_growing_delays_while_airflow_is_away_and_never_logs_secrets(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    fleet = Fleet.of(queue(share("a").capacity(gpu=4).lend_and_borrow(), gpu=4))
+    gateway = AirflowGateway(closed_port(), Credentials("manager", "s3cret-pw"), timeout=1)
+    attempts: list[int] = []
+
+    def should_stop() -> bool:
+        attempts.append(gateway.calls)
+        return gateway.calls >= 2
+
+    with caplog.at_level(logging.WARNING):
+        PoolManager(fleet, gateway).run(0.05, should_stop)
+    warnings = [r.getMessage() for r in caplog.records if r.name.endswith("manager")]
+    assert len(warnings) == 2
+    assert "no pool grows meanwhile; retrying in 0.1 s" in warnings[0]
+    assert "retrying in 0.2 s" in warnings[1]
+    assert all("s3cret-pw" not in w for w in warnings)
+    assert "password=***" in repr(gateway.credentials)
