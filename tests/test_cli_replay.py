@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from airflow_quota_provider.simulation.figures import LEGEND
 from tests.test_cli_simulate import run
 
 CONFIG = {
@@ -67,7 +68,8 @@ def test_compare_prints_policies_side_by_side_and_writes_a_report(
     assert lines[0] == "load 1"
     assert lines[1].split()[:2] == ["policy", "utilization"]
     assert lines[2].split()[0] == "aws" and lines[3].split()[0] == "pooled"
-    assert "share mean wait min" in done.stdout
+    assert "share mean wait" in done.stdout
+    assert lines[-2:] == list(LEGEND)
     assert (report / "report.md").exists() and (report / "wait-cdf.png").exists()
     assert f"report written to {report / 'report.md'}" in done.stderr
 
@@ -78,7 +80,8 @@ def test_one_policy_prints_a_table_by_share(files: tuple[str, str]) -> None:
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].startswith("static at load 1: 1 succeeded, 0 failed, 2 refused;")
-    assert [line.split()[0] for line in lines[1:]] == ["share", "a", "b", "nobody", "all"]
+    assert [line.split()[0] for line in lines[1:6]] == ["share", "a", "b", "nobody", "all"]
+    assert lines[6:] == list(LEGEND)
 
 
 def test_malformed_trace_rows_are_listed_with_file_and_line(

@@ -30,8 +30,9 @@ from typing import Any
 
 from airflow_quota_provider.core.model import QueueConfig
 from airflow_quota_provider.core.state import QueueState
-from airflow_quota_provider.simulation.output import number, percentile
+from airflow_quota_provider.simulation.output import number, wait_summary
 from airflow_quota_provider.simulation.simulator import Result, SimJob
+from airflow_quota_provider.simulation.waits import first_start_waits, total_waits
 
 Usage = dict[str, dict[str, int]]
 """Instances per share and unit at one moment."""
@@ -147,17 +148,6 @@ def _units(values: Mapping[str, float]) -> dict[str, int | float]:
     return {unit: number(round(amount, 3)) for unit, amount in sorted(values.items())}
 
 
-def _waits(jobs: list[SimJob]) -> dict[str, int | float]:
-    waits = sorted(j.attempts[0].start - j.spec.submit for j in jobs if j.attempts)
-    return {
-        "mean": number(sum(waits) / len(waits)) if waits else 0,
-        "p50": number(percentile(waits, 0.50)),
-        "p95": number(percentile(waits, 0.95)),
-        "p99": number(percentile(waits, 0.99)),
-        "max": number(waits[-1]) if waits else 0,
-    }
-
-
 def _counts(jobs: list[SimJob]) -> dict[str, int]:
     counts = dict.fromkeys(("succeeded", "failed", "rejected", "runnable", "running"), 0)
     for job in jobs:
@@ -168,10 +158,10 @@ def _counts(jobs: list[SimJob]) -> dict[str, int]:
 
 
 def _block(
-    jobs: list[SimJob], sums: list[Integrals], capacity: Mapping[str, float]
+    jobs: list[SimJob], sums: list[Integrals], capacity: Mapping[str, float], end: float
 ) -> dict[str, Any]:
     """The metrics of a group of jobs and their shares' integrals; ``capacity`` is the
-    unit-seconds utilization is relative to."""
+    unit-seconds utilization is relative to, ``end`` when the replay stopped."""
     used = _total([s.used for s in sums])
     lost = sum(a.work_lost for job in jobs for a in job.attempts)
     return {
@@ -181,7 +171,8 @@ def _block(
         },
         "used_unit_seconds": _units(used),
         "borrowed_unit_seconds": _units(_total([s.borrowed for s in sums])),
-        "wait_seconds": _waits(jobs),
+        "total_wait_seconds": wait_summary(total_waits(jobs, end)),
+        "first_start_wait_seconds": wait_summary(first_start_waits(jobs)),
         "pending_unit_seconds": _units(_total([s.pending for s in sums])),
         "guarantee_violation_unit_seconds": _units(_total([s.violation for s in sums])),
         "preemptions": sum(job.preemptions for job in jobs),
@@ -192,6 +183,9 @@ def _block(
 
 def replay_metrics(result: Result, meter: Meter, wall_seconds: float) -> dict[str, Any]:
     """The trace metrics, overall and per share.
+
+    ``total_wait_seconds`` and ``first_start_wait_seconds`` are the two waits of
+    :mod:`~airflow_quota_provider.simulation.waits` (mean, p50, p95, p99, max).
 
     A share's ``utilization`` is relative to what it owns (above 1 when it
     borrows; ``null`` for a unit it owns none of); the overall one to the queue's
@@ -205,9 +199,12 @@ def replay_metrics(result: Result, meter: Meter, wall_seconds: float) -> dict[st
     for share, jobs in sorted(by_share.items()):
         sums = meter.integrals.get(share, Integrals())
         owned = {u: n * result.end for u, n in meter.owned.get(share, {}).items()}
-        per_share[share] = _block(jobs, [sums], owned)
+        per_share[share] = _block(jobs, [sums], owned, result.end)
     overall = _block(
-        list(result.jobs.values()), list(meter.integrals.values()), result.capacity_unit_seconds
+        list(result.jobs.values()),
+        list(meter.integrals.values()),
+        result.capacity_unit_seconds,
+        result.end,
     )
     overall["demand_utilization"] = {
         unit: round(overall_used / wanted, 4) if (wanted := meter.wanted.get(unit)) else None
