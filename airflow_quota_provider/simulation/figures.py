@@ -16,8 +16,9 @@ LEGEND = (
     "first wait: before the first start only, of jobs that started",
     "utilization: used over what the share owns (above 100% when it borrows; all: over "
     "the queue's capacity), per unit; pending: waiting demand over time; violation: "
-    "waiting demand the share's guarantee covers (it fits in what the share owns and does "
-    "not use) that did not run; lost: work preempted jobs lost since their last checkpoint",
+    "waiting demand the share's guarantee covers (it fits in what the share owns once what "
+    "it lends is reclaimed and, with in-share preemption, its lower-priority jobs are "
+    "stopped) that did not run; lost: work preempted jobs lost since their last checkpoint",
 )
 """One line per group of figures, the same in every table and in the report."""
 

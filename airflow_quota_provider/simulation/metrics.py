@@ -12,9 +12,16 @@ unit:
   wanted is 1 for a scheduler that never leaves capacity idle while jobs wait;
 - ``guarantee_violation``: waiting demand the share's guarantee covers but
   which does not run: the share's waiting jobs, taken in dispatch order while
-  they fit together in what it owns and does not use. A job that would take
-  its share beyond what it owns is not covered (it would borrow), so neither
-  is anything behind it.
+  they fit together in what the share owns once it has made room within it:
+  capacity it lends is reclaimed, its own jobs being preempted have stopped
+  and, with in-share preemption, its running jobs of lower priority than the
+  waiting job are stopped (the core's
+  :func:`~airflow_quota_provider.core.preemption.in_share_candidates` and
+  :func:`~airflow_quota_provider.core.preemption.fits_own_after`, the rule a
+  cycle orders and reclaims by). A job that would take its share beyond what it
+  owns even then is not covered (it would borrow), so neither is anything
+  behind it. Whatever keeps a covered job waiting (a preemption delay,
+  ``min_runtime_seconds`` protecting borrowers, the engine's choices) counts.
 
 Guarantees are those of the config the meter is given (the config as
 written), whatever policy the replay schedules with, or those of
@@ -29,7 +36,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from airflow_quota_provider.core.model import QueueConfig
+from airflow_quota_provider.core.preemption import fits_own_after, in_share_candidates
 from airflow_quota_provider.core.state import QueueState
+from airflow_quota_provider.core.usage import UsageView
 from airflow_quota_provider.simulation.output import number, wait_summary
 from airflow_quota_provider.simulation.simulator import Result, SimJob
 from airflow_quota_provider.simulation.waits import first_start_waits, total_waits
@@ -59,12 +68,15 @@ class Meter:
         guarantees: QueueConfig | None = None,
     ) -> None:
         self.owned = {share.name: dict(share.capacity) for share in config.shares}
-        kept = guarantees or config
-        self.guaranteed = {share.name: dict(share.capacity) for share in kept.shares}
+        self.promised = guarantees or config
+        self.guaranteed = {s.name: s for s in self.promised.shares if any(s.capacity.values())}
         self.capacity = dict(config.capacity)
         self.wanted: dict[str, float] = {}
         self.integrals: dict[str, Integrals] = {}
         self.series: list[tuple[float, Usage]] | None = [] if series else None
+        self._view: UsageView | None = None
+        """What shares hold once the preemptions in progress are done, built at most once
+        per instant and only when a share with a guarantee has jobs waiting."""
 
     def elapse(
         self, start: float, end: float, state: QueueState, pending: Mapping[str, Mapping[str, int]]
@@ -74,6 +86,7 @@ class Meter:
         demand: dict[str, int] = {}
         self._use(elapsed, state, demand)
         self._wait(elapsed, state, pending, demand)
+        self._view = None
         for unit, count in demand.items():
             wanted = min(count, self.capacity.get(unit, 0))
             self.wanted[unit] = self.wanted.get(unit, 0.0) + wanted * elapsed
@@ -112,22 +125,32 @@ class Meter:
 
     def _owed(self, share: str, state: QueueState) -> dict[str, int]:
         """Waiting demand of ``share`` its guarantee covers now (see the module docstring)."""
-        owned = self.guaranteed.get(share)
-        if not owned:
+        guarantee = self.guaranteed.get(share)
+        if guarantee is None:
             return {}
-        holds = state.usage(share)
-        room = {unit: owned[unit] - holds.get(unit, 0) for unit in owned}
-        if not any(free > 0 for free in room.values()):
-            return {}
+        view = self._after(state)
         owed: dict[str, int] = {}
         for _, _, job_id in state.queue(share):
             job = state.waiting_job(job_id)
-            if job is None or any(room.get(u, 0) < n for u, n in job.demand.items()):
+            if job is None:
                 break
+            if not fits_own_after(view, guarantee, job.demand, ()):
+                stoppable = in_share_candidates(state, job, guarantee, ())
+                if not stoppable or not fits_own_after(view, guarantee, job.demand, stoppable):
+                    break
+            view.add(share, job.demand)  # the jobs behind it fit beside it, or not at all
             for unit, count in job.demand.items():
-                room[unit] -= count
                 owed[unit] = owed.get(unit, 0) + count
         return owed
+
+    def _after(self, state: QueueState) -> UsageView:
+        """Usage once the preemptions in progress are done (as a cycle's *after* view);
+        each share's guarantee reads and adds to its own usage only."""
+        if self._view is None:
+            self._view = UsageView(self.promised, state.usage_by_share())
+            for job in state.terminating():
+                self._view.remove(job.share, job.demand)
+        return self._view
 
     def _of(self, share: str) -> Integrals:
         sums = self.integrals.get(share)
