@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -152,3 +154,73 @@ def test_bad_values_are_refused_by_the_parser(args: list[str], message: str) -> 
     done = run("--config", "c", "--trace", "t", *args)
     assert done.returncode == 2
     assert done.stderr.splitlines()[-1] == f"airflow-quota simulate: error: {message}"
+
+
+@pytest.mark.parametrize(
+    ("report", "problem"),
+    [
+        ("out", "{path} is a file; give a directory for report.md and the plots"),
+        ("out/report", "cannot create directory {path}: {parent} is a file"),
+    ],
+    ids=["an existing file", "below a file"],
+)
+def test_a_report_folder_that_cannot_be_written_is_refused_before_the_replay(
+    files: tuple[str, str], tmp_path: Path, report: str, problem: str
+) -> None:
+    config, trace = files
+    (tmp_path / "out").write_text("not a folder")
+    path = tmp_path / report
+    done = run("--config", config, "--trace", trace, "--report", str(path))
+    message = problem.format(path=path, parent=tmp_path / "out")
+    # one line, exit 2 as for any bad argument, and nothing replayed (no summary line)
+    assert (done.returncode, done.stdout, done.stderr) == (
+        2,
+        "",
+        f"airflow-quota simulate: error: argument --report: {message}\n",
+    )
+
+
+# Python's documented way to make an import fail: a None entry in sys.modules
+WITHOUT_MATPLOTLIB = (
+    "import sys; sys.modules['matplotlib'] = None; "
+    "from airflow_quota_provider.cli import main; sys.exit(main(sys.argv[1:]))"
+)
+
+
+def test_without_matplotlib_a_report_is_refused_naming_the_extra_and_a_replay_still_runs(
+    files: tuple[str, str], tmp_path: Path
+) -> None:
+    config, trace = files
+    report = tmp_path / "report"
+
+    def simulate(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-c", WITHOUT_MATPLOTLIB, "simulate", "--config", config,
+             "--trace", trace, *args],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+
+    done = simulate("--report", str(report))
+    assert (done.returncode, done.stdout, done.stderr) == (
+        2,
+        "",
+        "airflow-quota simulate: error: argument --report: a report needs matplotlib, which "
+        "is not installed; install it with: pip install 'airflow-quota-provider[report]'\n",
+    )
+    assert not report.exists()
+    replayed = simulate("--json")
+    assert replayed.returncode == 0, replayed.stderr
+    assert json.loads(replayed.stdout)["metrics"]["jobs"]["succeeded"] == 2
+
+
+def test_a_report_that_cannot_be_written_after_the_replay_is_one_error_line(
+    files: tuple[str, str], tmp_path: Path
+) -> None:
+    config, trace = files
+    (tmp_path / "out" / "report.md").mkdir(parents=True)  # the folder is fine, the file not
+    done = run("--config", config, "--trace", trace, "--report", str(tmp_path / "out"))
+    assert done.returncode == 1
+    assert done.stderr.splitlines()[-1] == (
+        f"error: writing the report to {tmp_path / 'out'}: [Errno 21] Is a directory: "
+        f"'{tmp_path / 'out' / 'report.md'}'"
+    )

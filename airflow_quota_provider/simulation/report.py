@@ -12,29 +12,66 @@ Plots (matplotlib's Agg canvas, no display and no global pyplot state):
 
 Each table is followed by :data:`~.figures.LEGEND`; each plot says in its
 title or axis what it counts.
+
+matplotlib is an extra (``airflow-quota-provider[report]``), imported only
+when plots are drawn; :func:`report_problem` says before a replay whether a
+report can be written at all.
 """
 
 from __future__ import annotations
 
 import bisect
+import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
-
-from matplotlib import colormaps
-from matplotlib.axes import Axes
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING, Any
 
 from airflow_quota_provider.core.model import QueueConfig
-from airflow_quota_provider.simulation.figures import LEGEND
+from airflow_quota_provider.simulation.figures import LEGEND, duration
 from airflow_quota_provider.simulation.replay import Replay
 from airflow_quota_provider.simulation.tables import HEADER, cells
 from airflow_quota_provider.simulation.waits import first_start_waits, total_waits
 
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
 POINTS = 1500
 """Samples per usage curve: enough for a month at half-hour steps."""
 _DAY = 86400.0
+INSTALL = "pip install 'airflow-quota-provider[report]'"
+"""How to get what a report needs (matplotlib)."""
+
+
+def report_problem(folder: Path) -> str | None:
+    """Why a report could not be written into ``folder``, or ``None``: checked before a
+    replay, so a long replay never ends in an error it could have had at once."""
+    problem = _folder_problem(folder)
+    if problem is not None:
+        return problem
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return f"a report needs matplotlib, which is not installed; install it with: {INSTALL}"
+    return None
+
+
+def _folder_problem(folder: Path) -> str | None:
+    """Whether ``folder`` is, or can be made, a directory to write in."""
+    if folder.exists():
+        if not folder.is_dir():
+            return f"{folder} is a file; give a directory for report.md and the plots"
+        if not os.access(folder, os.W_OK | os.X_OK):
+            return f"cannot write in {folder}: permission denied"
+        return None
+    for parent in folder.absolute().parents:
+        if parent.exists():
+            if not parent.is_dir():
+                return f"cannot create directory {folder}: {parent} is a file"
+            if not os.access(parent, os.W_OK | os.X_OK):
+                return f"cannot create directory {folder}: permission denied in {parent}"
+            return None
+    return None  # unreachable: the root exists
 
 
 def write_report(folder: Path, config: QueueConfig, replays: Sequence[Replay]) -> Path:
@@ -68,7 +105,7 @@ def _markdown(
         f"# Replay of {Path(first.trace.source).name} on {config.job_queue}",
         "",
         f"{first.summary()}. Queue capacity {capacity}, {len(config.shares)} shares; "
-        f"preemption delay {first.settings.preemption_delay:g} s, checkpoint interval "
+        f"preemption delay {duration(first.settings.preemption_delay)}, checkpoint interval "
         f"{_optional(first.settings.checkpoint_interval)} for jobs without one.",
         "",
         "## All shares",
@@ -104,7 +141,7 @@ def _legend() -> list[str]:
 
 
 def _optional(seconds: float | None) -> str:
-    return "none" if seconds is None else f"{seconds:g} s"
+    return "none" if seconds is None else duration(seconds)
 
 
 def _md_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
@@ -130,6 +167,8 @@ def _usage_plot(folder: Path, config: QueueConfig, replay: Replay) -> str:
             borrowed[share].append(max(0, used - owned[share]))
     figure, axes = _figure((11, 5))
     days = [t / _DAY for t in times]
+    from matplotlib import colormaps
+
     colours = [colormaps["tab20"](i % 20) for i in range(len(shares))]
     layers = [own[s] for s in shares] + [borrowed[s] for s in shares]
     stack = axes.stackplot(days, *layers, colors=colours + colours, linewidth=0)
@@ -157,6 +196,8 @@ def _usage_plot(folder: Path, config: QueueConfig, replay: Replay) -> str:
 
 
 def _wait_cdf(folder: Path, replays: Sequence[Replay]) -> str:
+    from matplotlib import colormaps
+
     figure, axes = _figure((8, 5))
     colours = [colormaps["tab10"](i % 10) for i in range(len(replays))]
     for name, replay, colour in zip(_names(replays), replays, colours, strict=True):
@@ -213,6 +254,9 @@ def _share_value(data: dict[str, Any], what: str) -> float:
 
 
 def _figure(size: tuple[float, float]) -> tuple[Figure, Axes]:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
     figure = Figure(figsize=size)
     FigureCanvasAgg(figure)
     return figure, figure.add_subplot()
