@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -224,3 +225,42 @@ def test_a_report_that_cannot_be_written_after_the_replay_is_one_error_line(
         f"error: writing the report to {tmp_path / 'out'}: [Errno 21] Is a directory: "
         f"'{tmp_path / 'out' / 'report.md'}'"
     )
+
+
+def test_text_names_each_unit_and_reads_durations_while_json_keeps_seconds(
+    tmp_path: Path,
+) -> None:
+    config = tmp_path / "quota.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "job_queue": "q",
+                "capacity": {"gpu": 4, "cpu": 2},
+                "shares": [
+                    {"name": "a", "capacity": {"gpu": 2, "cpu": 1}},
+                    {"name": "b", "capacity": {"gpu": 2, "cpu": 1}},
+                ],
+            }
+        )
+    )
+    trace = tmp_path / "trace.csv"
+    # j1 borrows b's gpus for 1,000,000 s; j2 waits for them until then; j3 borrows a's cpu
+    trace.write_text(
+        "id,submit_seconds,share,priority,unit,count,duration_seconds\n"
+        "j1,0,a,0,gpu,4,1000000\nj2,1,b,0,gpu,4,245\nj3,0,b,0,cpu,2,500000\n"
+    )
+    done = run("--config", str(config), "--trace", str(trace))
+    assert done.returncode == 0, done.stderr
+    rows = [re.split(r"\s{2,}", line) for line in done.stdout.splitlines()[1:5]]
+    assert rows == [
+        ["share", "utilization", "mean wait", "p95 wait", "mean first wait", "pending unit-h",
+         "violation unit-h", "preemptions", "lost unit-h"],
+        ["a", "cpu 0.0%, gpu 200.0%", "0s", "0s", "0s", "0", "0", "0", "0"],
+        # j2 waited 999,999 s, j3 none
+        ["b", "cpu 100.0%, gpu 0.1%", "5d 19h", "11d 14h", "5d 19h", "1,111", "0", "0", "0"],
+        ["all", "cpu 50.0%, gpu 100.0%", "3d 21h", "11d 14h", "3d 21h", "1,111", "0", "0", "0"],
+    ]  # fmt: skip
+    metrics = json.loads(run("--config", str(config), "--trace", str(trace), "--json").stdout)
+    assert metrics["metrics"]["per_share"]["b"]["total_wait_seconds"]["max"] == 999_999
+    # 2 cpu for 500,000 s of 2 over 1,000,246 s: the text rounds it to 50.0%
+    assert metrics["metrics"]["utilization"] == {"cpu": 0.4999, "gpu": 1.0}
