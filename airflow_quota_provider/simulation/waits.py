@@ -23,9 +23,6 @@ from airflow_quota_provider.simulation.simulator import SimJob
 NOT_WAITING = frozenset({"PENDING", "REJECTED"})
 """Statuses of jobs that never waited: not submitted yet, or refused at submission."""
 
-TOTAL_WAIT = "total wait: before the first start and after every preemption until the next"
-FIRST_START_WAIT = "first-start wait: before the first start only, of jobs that started"
-
 
 def total_wait(job: SimJob, end: float) -> float | None:
     """Seconds ``job`` waited in all (see the module docstring), ``end`` being when the
