@@ -23,7 +23,7 @@ Each step derives moves from the last kept replay and tries them in order:
   its guarantee stays);
 - *move* ``step`` instances of a unit from a share that leaves the largest
   part of what it owns idle to a share whose jobs waited longest all together
-  (its part of the mean wait; the three of each, every pair), at most half
+  (its part of the mean total wait; the three of each, every pair), at most half
   of what the donor owns; what a share owns is what reclaim gives back to it;
 - *limit* a borrower: one of the three that borrow most gets the next lower
   borrow limit of :data:`BORROW_LIMITS` (under FIFO idle assignment a large
