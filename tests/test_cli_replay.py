@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
+from airflow_quota_provider.simulation.figures import LEGEND
 from tests.test_cli_simulate import run
 
 CONFIG = {
@@ -67,7 +71,8 @@ def test_compare_prints_policies_side_by_side_and_writes_a_report(
     assert lines[0] == "load 1"
     assert lines[1].split()[:2] == ["policy", "utilization"]
     assert lines[2].split()[0] == "aws" and lines[3].split()[0] == "pooled"
-    assert "share mean wait min" in done.stdout
+    assert "share mean wait" in done.stdout
+    assert lines[-2:] == list(LEGEND)
     assert (report / "report.md").exists() and (report / "wait-cdf.png").exists()
     assert f"report written to {report / 'report.md'}" in done.stderr
 
@@ -78,7 +83,8 @@ def test_one_policy_prints_a_table_by_share(files: tuple[str, str]) -> None:
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].startswith("static at load 1: 1 succeeded, 0 failed, 2 refused;")
-    assert [line.split()[0] for line in lines[1:]] == ["share", "a", "b", "nobody", "all"]
+    assert [line.split()[0] for line in lines[1:6]] == ["share", "a", "b", "nobody", "all"]
+    assert lines[6:] == list(LEGEND)
 
 
 def test_malformed_trace_rows_are_listed_with_file_and_line(
@@ -149,3 +155,112 @@ def test_bad_values_are_refused_by_the_parser(args: list[str], message: str) -> 
     done = run("--config", "c", "--trace", "t", *args)
     assert done.returncode == 2
     assert done.stderr.splitlines()[-1] == f"airflow-quota simulate: error: {message}"
+
+
+@pytest.mark.parametrize(
+    ("report", "problem"),
+    [
+        ("out", "{path} is a file; give a directory for report.md and the plots"),
+        ("out/report", "cannot create directory {path}: {parent} is a file"),
+    ],
+    ids=["an existing file", "below a file"],
+)
+def test_a_report_folder_that_cannot_be_written_is_refused_before_the_replay(
+    files: tuple[str, str], tmp_path: Path, report: str, problem: str
+) -> None:
+    config, trace = files
+    (tmp_path / "out").write_text("not a folder")
+    path = tmp_path / report
+    done = run("--config", config, "--trace", trace, "--report", str(path))
+    message = problem.format(path=path, parent=tmp_path / "out")
+    # one line, exit 2 as for any bad argument, and nothing replayed (no summary line)
+    assert (done.returncode, done.stdout, done.stderr) == (
+        2,
+        "",
+        f"airflow-quota simulate: error: argument --report: {message}\n",
+    )
+
+
+# Python's documented way to make an import fail: a None entry in sys.modules
+WITHOUT_MATPLOTLIB = (
+    "import sys; sys.modules['matplotlib'] = None; "
+    "from airflow_quota_provider.cli import main; sys.exit(main(sys.argv[1:]))"
+)
+
+
+def test_without_matplotlib_a_report_is_refused_naming_the_extra_and_a_replay_still_runs(
+    files: tuple[str, str], tmp_path: Path
+) -> None:
+    config, trace = files
+    report = tmp_path / "report"
+
+    def simulate(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-c", WITHOUT_MATPLOTLIB, "simulate", "--config", config,
+             "--trace", trace, *args],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+
+    done = simulate("--report", str(report))
+    assert (done.returncode, done.stdout, done.stderr) == (
+        2,
+        "",
+        "airflow-quota simulate: error: argument --report: a report needs matplotlib, which "
+        "is not installed; install it with: pip install 'airflow-quota-provider[report]'\n",
+    )
+    assert not report.exists()
+    replayed = simulate("--json")
+    assert replayed.returncode == 0, replayed.stderr
+    assert json.loads(replayed.stdout)["metrics"]["jobs"]["succeeded"] == 2
+
+
+def test_a_report_that_cannot_be_written_after_the_replay_is_one_error_line(
+    files: tuple[str, str], tmp_path: Path
+) -> None:
+    config, trace = files
+    (tmp_path / "out" / "report.md").mkdir(parents=True)  # the folder is fine, the file not
+    done = run("--config", config, "--trace", trace, "--report", str(tmp_path / "out"))
+    assert done.returncode == 1
+    assert done.stderr.splitlines()[-1] == (
+        f"error: writing the report to {tmp_path / 'out'}: [Errno 21] Is a directory: "
+        f"'{tmp_path / 'out' / 'report.md'}'"
+    )
+
+
+def test_text_names_each_unit_and_reads_durations_while_json_keeps_seconds(
+    tmp_path: Path,
+) -> None:
+    config = tmp_path / "quota.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "job_queue": "q",
+                "capacity": {"gpu": 4, "cpu": 2},
+                "shares": [
+                    {"name": "a", "capacity": {"gpu": 2, "cpu": 1}},
+                    {"name": "b", "capacity": {"gpu": 2, "cpu": 1}},
+                ],
+            }
+        )
+    )
+    trace = tmp_path / "trace.csv"
+    # j1 borrows b's gpus for 1,000,000 s; j2 waits for them until then; j3 borrows a's cpu
+    trace.write_text(
+        "id,submit_seconds,share,priority,unit,count,duration_seconds\n"
+        "j1,0,a,0,gpu,4,1000000\nj2,1,b,0,gpu,4,245\nj3,0,b,0,cpu,2,500000\n"
+    )
+    done = run("--config", str(config), "--trace", str(trace))
+    assert done.returncode == 0, done.stderr
+    rows = [re.split(r"\s{2,}", line) for line in done.stdout.splitlines()[1:5]]
+    assert rows == [
+        ["share", "utilization", "mean wait", "p95 wait", "mean first wait", "pending unit-h",
+         "violation unit-h", "preemptions", "lost unit-h"],
+        ["a", "cpu 0.0%, gpu 200.0%", "0s", "0s", "0s", "0", "0", "0", "0"],
+        # j2 waited 999,999 s, j3 none
+        ["b", "cpu 100.0%, gpu 0.1%", "5d 19h", "11d 14h", "5d 19h", "1,111", "0", "0", "0"],
+        ["all", "cpu 50.0%, gpu 100.0%", "3d 21h", "11d 14h", "3d 21h", "1,111", "0", "0", "0"],
+    ]  # fmt: skip
+    metrics = json.loads(run("--config", str(config), "--trace", str(trace), "--json").stdout)
+    assert metrics["metrics"]["per_share"]["b"]["total_wait_seconds"]["max"] == 999_999
+    # 2 cpu for 500,000 s of 2 over 1,000,246 s: the text rounds it to 50.0%
+    assert metrics["metrics"]["utilization"] == {"cpu": 0.4999, "gpu": 1.0}

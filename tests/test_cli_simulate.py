@@ -9,6 +9,8 @@ from pathlib import Path
 
 import yaml
 
+from airflow_quota_provider.simulation.figures import LEGEND
+
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
@@ -26,7 +28,12 @@ def test_without_a_file_it_replays_the_embedded_example_as_a_timeline() -> None:
     assert lines[0].split() == ["t", "event", "job", "share", "detail"]
     assert any("RECLAIM for nlp-urgent" in line for line in lines)
     assert any(line.startswith("vision-augment") and "FAILED" in line for line in lines)
-    assert lines[-1].startswith("utilization: ")
+    # both waits, named, in human units; what they count is said under them
+    assert lines[-2:] == [
+        "utilization: ml.g5.12xlarge 21%, ml.p4d.24xlarge 66%; preemptions: 4; mean wait "
+        "11m 49s (max 1h 10m), mean first wait 1m 22s; ended at t=11660 (3h 14m)",
+        LEGEND[0],
+    ]
 
 
 def test_json_prints_every_job_and_the_metrics(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ from airflow_quota_provider.config_file import load_config
 from airflow_quota_provider.core.config import config_to_dict, parse_config
 from airflow_quota_provider.core.model import UNLIMITED_BORROW, QueueConfig, Share, Sharing
 from airflow_quota_provider.exceptions import ConfigError, ScenarioError
+from airflow_quota_provider.simulation.figures import LEGEND, duration, per_unit
 from airflow_quota_provider.simulation.policies import Policy
 from airflow_quota_provider.simulation.recommend import (
     Metrics,
@@ -64,7 +65,8 @@ def add_parser(commands: Any) -> None:
         help="propose share capacities and strategies for a job trace",
         description="Search share capacities and strategies that wait least on a job trace "
         "(aws policy): fewest refused jobs, then no more guarantee violation than the "
-        "current config, then the least mean wait. A local search moves capacity from "
+        "current config, then the least mean total wait (before the first start and after "
+        "every preemption until the next start). A local search moves capacity from "
         "shares that leave theirs idle to shares that wait, and opens shares to lending "
         "and borrowing, keeping a move when the replayed trace scores better. Prints the "
         "proposal against the current config and writes it as a config file.",
@@ -174,8 +176,8 @@ def _search(
 
         def progress(trial: Trial, best: Score) -> None:
             line.show(
-                f"replay {trial.number}/{budget}, best mean wait {best.mean_wait / 60:,.1f}"
-                f" min; tried {trial.move}"
+                f"replay {trial.number}/{budget}, best mean wait {duration(best.mean_wait)}"
+                f"; tried {trial.move}"
             )
 
         allowance = violation(before) + args.allow_violation * 3600
@@ -234,7 +236,7 @@ def _report(
     allowed: str,
 ) -> str:
     after = found.metrics
-    kept = "\n".join(f"  {t.move}: mean wait {t.score.mean_wait / 60:,.1f} min" for t in found.kept)
+    kept = "\n".join(f"  {t.move}: mean wait {duration(t.score.mean_wait)}" for t in found.kept)
     overall = table(
         [
             ("config", *HEADER),
@@ -242,13 +244,15 @@ def _report(
             ("proposed", *cells(after)),
         ]
     )
-    gain = _change(before["wait_seconds"]["mean"], after["wait_seconds"]["mean"])
+    gain = _change(before["total_wait_seconds"]["mean"], after["total_wait_seconds"]["mean"])
+    legend = "\n".join(LEGEND)
     return (
-        f"objective: least mean wait per job, with no more refused jobs and no more "
+        f"objective: least mean total wait per job, with no more refused jobs and no more "
         f"violation of today's guarantees than {allowed}\n"
         f"search: {len(found.trials)} replays of the whole trace ({settings.describe()}) in "
         f"{wall:,.1f} s, stopped at the {found.stopped}; kept:\n{kept}\n{_beyond(found)}\n"
-        f"{overall}\nmean wait {gain}\n\n{_shares(current, before, found.config, after)}"
+        f"{overall}\nmean wait {gain}\n\n{_shares(current, before, found.config, after)}\n"
+        f"{legend}"
     )
 
 
@@ -260,14 +264,14 @@ def _beyond(found: Search) -> str:
         return ""
     return (
         f"least wait ruled out by the guarantees: {best.move} (replay {best.number}), mean wait "
-        f"{best.score.mean_wait / 60:,.1f} min, {best.score.excess_violation / 3600:,.2f} unit-h "
+        f"{duration(best.score.mean_wait)}, {best.score.excess_violation / 3600:,.2f} unit-h "
         "of violation beyond what is allowed (--allow-violation)\n"
     )
 
 
 def _shares(current: QueueConfig, before: Metrics, proposed: QueueConfig, after: Metrics) -> str:
     rows: list[tuple[str, ...]] = [
-        ("share", "owns", "sharing", "mean wait min", "p95 wait min", "violation unit-h",
+        ("share", "owns", "sharing", "mean wait", "p95 wait", "violation unit-h",
          "utilization", "preemptions"),
     ]  # fmt: skip
     for share in proposed.shares:
@@ -287,12 +291,11 @@ def _shares(current: QueueConfig, before: Metrics, proposed: QueueConfig, after:
 def _figures(data: Metrics) -> list[str]:
     if not data:
         return ["-"] * 5
-    utilization = [f"{v:.0%}" for v in data["utilization"].values() if v is not None]
     return [
-        f"{data['wait_seconds']['mean'] / 60:,.1f}",
-        f"{data['wait_seconds']['p95'] / 60:,.1f}",
+        duration(data["total_wait_seconds"]["mean"]),
+        duration(data["total_wait_seconds"]["p95"]),
         _hours(violation(data)),
-        "/".join(utilization) or "-",
+        per_unit(data["utilization"], "{:.0%}"),
         f"{data['preemptions']:,}",
     ]
 
@@ -319,5 +322,5 @@ def _change(before: float, after: float) -> str:
     if before == after:
         return "unchanged"
     if not before:
-        return f"{before / 60:,.1f} -> {after / 60:,.1f} min"
-    return f"{before / 60:,.1f} -> {after / 60:,.1f} min ({(after - before) / before:+.1%})"
+        return f"{duration(before)} -> {duration(after)}"
+    return f"{duration(before)} -> {duration(after)} ({(after - before) / before:+.1%})"

@@ -15,6 +15,7 @@ from airflow_quota_provider.core.model import IdleAssignment, QueueConfig, Victi
 from airflow_quota_provider.exceptions import ConfigError, ScenarioError
 from airflow_quota_provider.simulation.policies import Extensions, Policy
 from airflow_quota_provider.simulation.replay import Replay, ReplaySettings, replay
+from airflow_quota_provider.simulation.report import INSTALL, report_problem, write_report
 from airflow_quota_provider.simulation.tables import comparison_text, replay_text
 from airflow_quota_provider.simulation.traces import Trace, TraceFormat, read_trace
 
@@ -107,7 +108,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--report",
         metavar="DIR",
-        help="write report.md and PNG plots to this directory",
+        help="write report.md and PNG plots to this directory (created if needed); needs "
+        f"matplotlib: {INSTALL}",
     )
 
 
@@ -185,6 +187,10 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as error:
         print(error, file=sys.stderr)
         return 2
+    unwritable = report_problem(Path(args.report)) if args.report else None
+    if unwritable is not None:  # known before the replay, which may take minutes
+        print(f"airflow-quota simulate: error: argument --report: {unwritable}", file=sys.stderr)
+        return 2
     try:
         config, trace = _load(args)
     except (ConfigError, ScenarioError) as error:
@@ -194,13 +200,21 @@ def run(args: argparse.Namespace) -> int:
         return 1
     replays = [_replay(config, trace, s, series=bool(args.report)) for s in settings]
     print(replays[0].summary(), file=sys.stderr)
-    if args.report:
-        from airflow_quota_provider.simulation.report import write_report
-
-        written = write_report(Path(args.report), config, replays)
-        print(f"report written to {written}", file=sys.stderr)
+    if args.report and not _report(Path(args.report), config, replays):
+        return 1
     _print(replays, as_json=args.json)
     return 0
+
+
+def _report(folder: Path, config: QueueConfig, replays: Sequence[Replay]) -> bool:
+    """Write the report; whether it was written."""
+    try:
+        written = write_report(folder, config, replays)
+    except OSError as error:  # e.g. the disk filled up, or the folder went away meanwhile
+        print(f"error: writing the report to {folder}: {error}", file=sys.stderr)
+        return False
+    print(f"report written to {written}", file=sys.stderr)
+    return True
 
 
 def _replay(config: QueueConfig, trace: Trace, settings: ReplaySettings, *, series: bool) -> Replay:

@@ -8,6 +8,8 @@ import sys
 import time
 from typing import Any
 
+from airflow_quota_provider.checkpoints import DEFAULT_CHECKPOINT_INTERVAL
+from airflow_quota_provider.cli.replay import number_type
 from airflow_quota_provider.cli.sync import batch_client
 from airflow_quota_provider.simulation.trace_export import export_jobs
 from airflow_quota_provider.sync.errors import AwsCallFailed
@@ -35,7 +37,14 @@ def add_parser(commands: Any) -> None:
         help="write a queue's service jobs as a csv trace",
         description="Read the service jobs a job queue had in a recent period (AWS Batch or "
         "the local endpoint) and write them as a csv trace for simulate --trace, so the "
-        "same demand can be replayed under another quota config.",
+        "same demand can be replayed under another quota config. A job's duration is the "
+        "work it did: over all its attempts, the run time less what preempted attempts "
+        "lost since their last checkpoint (jobs whose payload has CheckpointConfig.S3Uri "
+        "checkpoint every emulator:checkpoint-interval-seconds, the tag, or every "
+        "--checkpoint-interval seconds). Only jobs that succeeded are written: the work a "
+        "terminated or failed job needed is not known, and writing what it did would "
+        "replay it as a shorter job that succeeds; the summary on stderr counts the jobs "
+        "left out by reason and the instance time they held.",
     )
     export.add_argument("--job-queue", required=True, help="the AWS Batch job queue")
     export.add_argument(
@@ -44,6 +53,15 @@ def add_parser(commands: Any) -> None:
         default=_since("30d"),
         metavar="DURATION",
         help="how far back jobs were created: 30d (default), 12h, 90m, 600s",
+    )
+    export.add_argument(
+        "--checkpoint-interval",
+        type=number_type(0, strict=True),
+        default=DEFAULT_CHECKPOINT_INTERVAL,
+        metavar="SECONDS",
+        help="seconds between checkpoints of a job with CheckpointConfig.S3Uri and no "
+        f"emulator:checkpoint-interval-seconds tag; default {DEFAULT_CHECKPOINT_INTERVAL:g} "
+        "(the local endpoint's)",
     )
     export.add_argument("--output", "-o", metavar="FILE", help="csv file; default stdout")
     export.add_argument("--aws-conn-id", help="Airflow connection to use")
@@ -79,7 +97,7 @@ def run_export(args: argparse.Namespace) -> int:
     except (AwsCallFailed, BotoCoreError, ClientError) as error:
         print(f"error: reading the service jobs of {args.job_queue}: {error}", file=sys.stderr)
         return 1
-    export = export_jobs(jobs)
+    export = export_jobs(jobs, args.checkpoint_interval)
     if args.output:
         with open(args.output, "w", encoding="utf-8", newline="") as file:
             export.write(file)

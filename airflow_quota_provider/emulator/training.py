@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from airflow_quota_provider.checkpoints import CHECKPOINT_INTERVAL_TAG, DEFAULT_CHECKPOINT_INTERVAL
 from airflow_quota_provider.core.jobs import checkpointed
 from airflow_quota_provider.emulator.faults import CAPACITY_ERROR
 from airflow_quota_provider.emulator.store import TrainingJob
@@ -37,11 +38,9 @@ STOPPING_SECONDS = 2.0
 
 DURATION_TAG = "emulator:duration-seconds"
 FAIL_AFTER_TAG = "emulator:fail-after-seconds"
-CHECKPOINT_INTERVAL_TAG = "emulator:checkpoint-interval-seconds"
 PHASE_ENDS = "training-phase-ends"
 """Timer: a training job's phase is over; its args name the method that starts the next."""
 DEFAULT_DURATION = 60.0
-DEFAULT_CHECKPOINT_INTERVAL = 300.0
 
 _MESSAGES = {
     "Starting": "Preparing the instances for training",

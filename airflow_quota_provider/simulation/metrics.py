@@ -12,9 +12,16 @@ unit:
   wanted is 1 for a scheduler that never leaves capacity idle while jobs wait;
 - ``guarantee_violation``: waiting demand the share's guarantee covers but
   which does not run: the share's waiting jobs, taken in dispatch order while
-  they fit together in what it owns and does not use. A job that would take
-  its share beyond what it owns is not covered (it would borrow), so neither
-  is anything behind it.
+  they fit together in what the share owns once it has made room within it:
+  capacity it lends is reclaimed, its own jobs being preempted have stopped
+  and, with in-share preemption, its running jobs of lower priority than the
+  waiting job are stopped (the core's
+  :func:`~airflow_quota_provider.core.preemption.in_share_candidates` and
+  :func:`~airflow_quota_provider.core.preemption.fits_own_after`, the rule a
+  cycle orders and reclaims by). A job that would take its share beyond what it
+  owns even then is not covered (it would borrow), so neither is anything
+  behind it. Whatever keeps a covered job waiting (a preemption delay,
+  ``min_runtime_seconds`` protecting borrowers, the engine's choices) counts.
 
 Guarantees are those of the config the meter is given (the config as
 written), whatever policy the replay schedules with, or those of
@@ -29,9 +36,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from airflow_quota_provider.core.model import QueueConfig
+from airflow_quota_provider.core.preemption import fits_own_after, in_share_candidates
 from airflow_quota_provider.core.state import QueueState
-from airflow_quota_provider.simulation.output import number, percentile
+from airflow_quota_provider.core.usage import UsageView
+from airflow_quota_provider.simulation.output import number, wait_summary
 from airflow_quota_provider.simulation.simulator import Result, SimJob
+from airflow_quota_provider.simulation.waits import first_start_waits, total_waits
 
 Usage = dict[str, dict[str, int]]
 """Instances per share and unit at one moment."""
@@ -58,12 +68,15 @@ class Meter:
         guarantees: QueueConfig | None = None,
     ) -> None:
         self.owned = {share.name: dict(share.capacity) for share in config.shares}
-        kept = guarantees or config
-        self.guaranteed = {share.name: dict(share.capacity) for share in kept.shares}
+        self.promised = guarantees or config
+        self.guaranteed = {s.name: s for s in self.promised.shares if any(s.capacity.values())}
         self.capacity = dict(config.capacity)
         self.wanted: dict[str, float] = {}
         self.integrals: dict[str, Integrals] = {}
         self.series: list[tuple[float, Usage]] | None = [] if series else None
+        self._view: UsageView | None = None
+        """What shares hold once the preemptions in progress are done, built at most once
+        per instant and only when a share with a guarantee has jobs waiting."""
 
     def elapse(
         self, start: float, end: float, state: QueueState, pending: Mapping[str, Mapping[str, int]]
@@ -73,6 +86,7 @@ class Meter:
         demand: dict[str, int] = {}
         self._use(elapsed, state, demand)
         self._wait(elapsed, state, pending, demand)
+        self._view = None
         for unit, count in demand.items():
             wanted = min(count, self.capacity.get(unit, 0))
             self.wanted[unit] = self.wanted.get(unit, 0.0) + wanted * elapsed
@@ -111,22 +125,32 @@ class Meter:
 
     def _owed(self, share: str, state: QueueState) -> dict[str, int]:
         """Waiting demand of ``share`` its guarantee covers now (see the module docstring)."""
-        owned = self.guaranteed.get(share)
-        if not owned:
+        guarantee = self.guaranteed.get(share)
+        if guarantee is None:
             return {}
-        holds = state.usage(share)
-        room = {unit: owned[unit] - holds.get(unit, 0) for unit in owned}
-        if not any(free > 0 for free in room.values()):
-            return {}
+        view = self._after(state)
         owed: dict[str, int] = {}
         for _, _, job_id in state.queue(share):
             job = state.waiting_job(job_id)
-            if job is None or any(room.get(u, 0) < n for u, n in job.demand.items()):
+            if job is None:
                 break
+            if not fits_own_after(view, guarantee, job.demand, ()):
+                stoppable = in_share_candidates(state, job, guarantee, ())
+                if not stoppable or not fits_own_after(view, guarantee, job.demand, stoppable):
+                    break
+            view.add(share, job.demand)  # the jobs behind it fit beside it, or not at all
             for unit, count in job.demand.items():
-                room[unit] -= count
                 owed[unit] = owed.get(unit, 0) + count
         return owed
+
+    def _after(self, state: QueueState) -> UsageView:
+        """Usage once the preemptions in progress are done (as a cycle's *after* view);
+        each share's guarantee reads and adds to its own usage only."""
+        if self._view is None:
+            self._view = UsageView(self.promised, state.usage_by_share())
+            for job in state.terminating():
+                self._view.remove(job.share, job.demand)
+        return self._view
 
     def _of(self, share: str) -> Integrals:
         sums = self.integrals.get(share)
@@ -147,17 +171,6 @@ def _units(values: Mapping[str, float]) -> dict[str, int | float]:
     return {unit: number(round(amount, 3)) for unit, amount in sorted(values.items())}
 
 
-def _waits(jobs: list[SimJob]) -> dict[str, int | float]:
-    waits = sorted(j.attempts[0].start - j.spec.submit for j in jobs if j.attempts)
-    return {
-        "mean": number(sum(waits) / len(waits)) if waits else 0,
-        "p50": number(percentile(waits, 0.50)),
-        "p95": number(percentile(waits, 0.95)),
-        "p99": number(percentile(waits, 0.99)),
-        "max": number(waits[-1]) if waits else 0,
-    }
-
-
 def _counts(jobs: list[SimJob]) -> dict[str, int]:
     counts = dict.fromkeys(("succeeded", "failed", "rejected", "runnable", "running"), 0)
     for job in jobs:
@@ -168,10 +181,10 @@ def _counts(jobs: list[SimJob]) -> dict[str, int]:
 
 
 def _block(
-    jobs: list[SimJob], sums: list[Integrals], capacity: Mapping[str, float]
+    jobs: list[SimJob], sums: list[Integrals], capacity: Mapping[str, float], end: float
 ) -> dict[str, Any]:
     """The metrics of a group of jobs and their shares' integrals; ``capacity`` is the
-    unit-seconds utilization is relative to."""
+    unit-seconds utilization is relative to, ``end`` when the replay stopped."""
     used = _total([s.used for s in sums])
     lost = sum(a.work_lost for job in jobs for a in job.attempts)
     return {
@@ -181,7 +194,8 @@ def _block(
         },
         "used_unit_seconds": _units(used),
         "borrowed_unit_seconds": _units(_total([s.borrowed for s in sums])),
-        "wait_seconds": _waits(jobs),
+        "total_wait_seconds": wait_summary(total_waits(jobs, end)),
+        "first_start_wait_seconds": wait_summary(first_start_waits(jobs)),
         "pending_unit_seconds": _units(_total([s.pending for s in sums])),
         "guarantee_violation_unit_seconds": _units(_total([s.violation for s in sums])),
         "preemptions": sum(job.preemptions for job in jobs),
@@ -192,6 +206,9 @@ def _block(
 
 def replay_metrics(result: Result, meter: Meter, wall_seconds: float) -> dict[str, Any]:
     """The trace metrics, overall and per share.
+
+    ``total_wait_seconds`` and ``first_start_wait_seconds`` are the two waits of
+    :mod:`~airflow_quota_provider.simulation.waits` (mean, p50, p95, p99, max).
 
     A share's ``utilization`` is relative to what it owns (above 1 when it
     borrows; ``null`` for a unit it owns none of); the overall one to the queue's
@@ -205,9 +222,12 @@ def replay_metrics(result: Result, meter: Meter, wall_seconds: float) -> dict[st
     for share, jobs in sorted(by_share.items()):
         sums = meter.integrals.get(share, Integrals())
         owned = {u: n * result.end for u, n in meter.owned.get(share, {}).items()}
-        per_share[share] = _block(jobs, [sums], owned)
+        per_share[share] = _block(jobs, [sums], owned, result.end)
     overall = _block(
-        list(result.jobs.values()), list(meter.integrals.values()), result.capacity_unit_seconds
+        list(result.jobs.values()),
+        list(meter.integrals.values()),
+        result.capacity_unit_seconds,
+        result.end,
     )
     overall["demand_utilization"] = {
         unit: round(overall_used / wanted, 4) if (wanted := meter.wanted.get(unit)) else None

@@ -6,7 +6,9 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from airflow_quota_provider.simulation.figures import LEGEND, duration, per_unit
 from airflow_quota_provider.simulation.simulator import Attempt, Result, SimJob
+from airflow_quota_provider.simulation.waits import first_start_waits, total_waits
 
 
 def number(value: float) -> int | float:
@@ -49,19 +51,27 @@ def percentile(values: Sequence[float], fraction: float) -> float:
     return values[rank - 1]
 
 
-def wait_times(result: Result) -> list[float]:
-    """Seconds each started job waited before its first attempt, sorted."""
-    return sorted(j.attempts[0].start - j.spec.submit for j in result.jobs.values() if j.attempts)
+def wait_summary(waits: Sequence[float]) -> dict[str, int | float]:
+    """Mean, percentiles and maximum of sorted ``waits`` (seconds; 0 for none)."""
+    return {
+        "mean": number(sum(waits) / len(waits)) if waits else 0,
+        "p50": number(percentile(waits, 0.50)),
+        "p95": number(percentile(waits, 0.95)),
+        "p99": number(percentile(waits, 0.99)),
+        "max": number(waits[-1]) if waits else 0,
+    }
 
 
 def metrics(result: Result) -> dict[str, Any]:
-    waits = wait_times(result)
+    """The scenario's figures; the two waits are those of
+    :mod:`~airflow_quota_provider.simulation.waits`."""
+    jobs = result.jobs.values()
     counts = {status: 0 for status in ("succeeded", "failed", "rejected", "runnable", "running")}
-    for job in result.jobs.values():
+    for job in jobs:
         key = job.status.lower()
         if key in counts:
             counts[key] += 1
-    lost = sum(a.work_lost for j in result.jobs.values() for a in j.attempts)
+    lost = sum(a.work_lost for j in jobs for a in j.attempts)
     return {
         "utilization": {
             unit: round(used / result.capacity_unit_seconds[unit], 4)
@@ -71,12 +81,8 @@ def metrics(result: Result) -> dict[str, Any]:
         },
         "preemptions": result.preemptions,
         "lost_work_unit_seconds": number(lost),
-        "wait_seconds": {
-            "mean": number(sum(waits) / len(waits)) if waits else 0,
-            "p50": number(percentile(waits, 0.50)),
-            "p95": number(percentile(waits, 0.95)),
-            "max": number(waits[-1]) if waits else 0,
-        },
+        "total_wait_seconds": wait_summary(total_waits(jobs, result.end)),
+        "first_start_wait_seconds": wait_summary(first_start_waits(jobs)),
         "jobs": counts,
         "end": number(result.end),
         "cycles": result.cycles,
@@ -125,10 +131,13 @@ def timeline_text(result: Result) -> str:
         "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in summary
     ]
     data = metrics(result)
-    utilization = ", ".join(f"{u} {v:.0%}" for u, v in data["utilization"].items())
+    total, first = data["total_wait_seconds"], data["first_start_wait_seconds"]
     lines.append("")
     lines.append(
-        f"utilization: {utilization}; preemptions: {data['preemptions']}; "
-        f"mean wait {data['wait_seconds']['mean']}s; ended at t={data['end']}"
+        f"utilization: {per_unit(data['utilization'], '{:.0%}')}; preemptions: "
+        f"{data['preemptions']}; mean wait {duration(total['mean'])} (max "
+        f"{duration(total['max'])}), mean first wait {duration(first['mean'])}; ended at "
+        f"t={data['end']} ({duration(result.end)})"
     )
+    lines.append(LEGEND[0])
     return "\n".join(line.rstrip() for line in lines)

@@ -7,10 +7,13 @@ The objective, compared in this order (smaller is better):
    *allowance*, the baseline config's violation; the caller measures it
    against the guarantees shares have today (the baseline's), so taking a
    share's capacity away does not hide its waiting;
-3. mean wait per job.
+3. mean total wait per job: all the time a job waited to run, before its first
+   start and after every preemption until it ran again (see
+   :mod:`~airflow_quota_provider.simulation.waits`), so a config whose
+   preempted jobs then wait long is not rewarded for starting jobs early.
 
 So a proposal never refuses more jobs nor breaks guarantees more than the
-baseline (the current config), and among those the least mean wait wins.
+baseline (the current config), and among those the least mean total wait wins.
 
 Each step derives moves from the last kept replay and tries them in order:
 
@@ -20,7 +23,7 @@ Each step derives moves from the last kept replay and tries them in order:
   its guarantee stays);
 - *move* ``step`` instances of a unit from a share that leaves the largest
   part of what it owns idle to a share whose jobs waited longest all together
-  (its part of the mean wait; the three of each, every pair), at most half
+  (its part of the mean total wait; the three of each, every pair), at most half
   of what the donor owns; what a share owns is what reclaim gives back to it;
 - *limit* a borrower: one of the three that borrow most gets the next lower
   borrow limit of :data:`BORROW_LIMITS` (under FIFO idle assignment a large
@@ -129,7 +132,7 @@ def score(metrics: Metrics, allowance: float) -> Score:
     return Score(
         metrics["jobs"]["rejected"],
         max(0.0, violation - allowance),
-        float(metrics["wait_seconds"]["mean"]),
+        float(metrics["total_wait_seconds"]["mean"]),
     )
 
 
@@ -267,13 +270,14 @@ def _pending(per_share: Metrics, name: str, unit: str | None = None) -> float:
 
 
 def _waited(per_share: Metrics, name: str) -> float:
-    """Seconds the share's jobs waited, all together: its part of the mean wait."""
+    """Seconds the share's jobs waited, all together: its part of the mean total wait
+    (which counts every job not refused)."""
     data = per_share.get(name, {})
     if not data:
         return 0.0
     jobs = data["jobs"]
-    started = jobs["succeeded"] + jobs["failed"] + jobs["running"]
-    return float(data["wait_seconds"]["mean"] * started)
+    waited = jobs["succeeded"] + jobs["failed"] + jobs["running"] + jobs["runnable"]
+    return float(data["total_wait_seconds"]["mean"] * waited)
 
 
 def _idle(per_share: Metrics, share: Share, end: float, unit: str | None = None) -> float:

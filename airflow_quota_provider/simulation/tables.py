@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from airflow_quota_provider.simulation.figures import LEGEND, duration, per_unit
 from airflow_quota_provider.simulation.replay import Replay
 
 
@@ -20,39 +21,30 @@ def table(rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(lines)
 
 
-def _sum(values: Mapping[str, float]) -> float:
-    return sum(values.values())
-
-
-def _minutes(seconds: float) -> str:
-    return f"{seconds / 60:,.1f}"
-
-
 def _unit_hours(values: Mapping[str, float]) -> str:
-    return f"{_sum(values) / 3600:,.0f}"
-
-
-def _utilization(values: Mapping[str, float | None]) -> str:
-    shown = [f"{v:.1%}" for v in values.values() if v is not None]
-    return "/".join(shown) if shown else "-"
+    return f"{sum(values.values()) / 3600:,.0f}"
 
 
 HEADER = (
     "utilization",
-    "mean wait min",
-    "p95 wait min",
+    "mean wait",
+    "p95 wait",
+    "mean first wait",
     "pending unit-h",
     "violation unit-h",
     "preemptions",
     "lost unit-h",
 )
+"""The columns of :func:`cells`; :data:`~.figures.LEGEND` says what each counts."""
 
 
 def cells(data: Mapping[str, Any]) -> list[str]:
+    """One row of a replay's figures (its ``metrics()`` or one share's) for a person."""
     return [
-        _utilization(data["utilization"]),
-        _minutes(data["wait_seconds"]["mean"]),
-        _minutes(data["wait_seconds"]["p95"]),
+        per_unit(data["utilization"]),
+        duration(data["total_wait_seconds"]["mean"]),
+        duration(data["total_wait_seconds"]["p95"]),
+        duration(data["first_start_wait_seconds"]["mean"]),
         _unit_hours(data["pending_unit_seconds"]),
         _unit_hours(data["guarantee_violation_unit_seconds"]),
         f"{data['preemptions']:,}",
@@ -71,21 +63,24 @@ def replay_text(replay: Replay) -> str:
     return (
         f"{replay.settings.describe()}: {jobs['succeeded']:,} succeeded, {jobs['failed']:,} "
         f"failed, {jobs['rejected']:,} refused; {metrics['cycles']:,} cycles in "
-        f"{metrics['wall_seconds']:.1f} s\n" + table(rows)
+        f"{metrics['wall_seconds']:.1f} s\n{table(rows)}\n{_legend()}"
     )
 
 
 def comparison_text(replays: Sequence[Replay]) -> str:
-    """All shares per policy, then each share's mean wait (minutes) per policy."""
+    """All shares per policy, then each share's mean (total) wait per policy."""
     metrics = [r.metrics() for r in replays]
     names = [r.settings.policy.value for r in replays]
     rows: list[tuple[str, ...]] = [("policy", *HEADER, "wall s")]
     for name, data in zip(names, metrics, strict=True):
         rows.append((name, *cells(data), f"{data['wall_seconds']:.1f}"))
-    shares: list[tuple[str, ...]] = [("share mean wait min", *names)]
+    shares: list[tuple[str, ...]] = [("share mean wait", *names)]
     for share in metrics[0]["per_share"]:
-        shares.append(
-            (share, *(_minutes(m["per_share"][share]["wait_seconds"]["mean"]) for m in metrics))
-        )
+        waits = (m["per_share"][share]["total_wait_seconds"]["mean"] for m in metrics)
+        shares.append((share, *map(duration, waits)))
     load = replays[0].settings.load
-    return f"load {load:g}\n{table(rows)}\n\n{table(shares)}"
+    return f"load {load:g}\n{table(rows)}\n\n{table(shares)}\n{_legend()}"
+
+
+def _legend() -> str:
+    return "\n".join(LEGEND)

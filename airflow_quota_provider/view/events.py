@@ -9,14 +9,13 @@ is ``None``.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from airflow_quota_provider.checkpoints import checkpoint_interval
 from airflow_quota_provider.core.jobs import RunningJob
 from airflow_quota_provider.emulator.dispatch import PREEMPTION_HEADLINES
-from airflow_quota_provider.emulator.training import CHECKPOINT_INTERVAL_TAG
 from airflow_quota_provider.hooks.usage import demand_of
 from airflow_quota_provider.view.jobs import task_link
 from airflow_quota_provider.view.model import PreemptionEvent
@@ -38,31 +37,12 @@ def preemptor_of(reason: str) -> str | None:
     return match.group(1) if match else None
 
 
-def checkpoint_interval(job: Mapping[str, Any]) -> float | None:
-    """Seconds between the job's checkpoints, when it checkpoints and says how often."""
-    tags = job.get("tags") or {}
-    try:
-        payload = json.loads(job.get("serviceRequestPayload") or "{}")
-    except ValueError:
-        return None
-    checkpoints = isinstance(payload, dict) and bool(
-        (payload.get("CheckpointConfig") or {}).get("S3Uri")
-    )
-    if not checkpoints or CHECKPOINT_INTERVAL_TAG not in tags:
-        return None
-    try:
-        interval = float(tags[CHECKPOINT_INTERVAL_TAG])
-    except ValueError:
-        return None
-    return interval if interval > 0 else None
-
-
 def preemption_events(
     job: Mapping[str, Any], console_url: Callable[[str], str]
 ) -> list[PreemptionEvent]:
     """The recent preempted attempts of one ``DescribeServiceJob`` answer, oldest first."""
     summary = job.get("preemptionSummary") or {}
-    interval = checkpoint_interval(job)
+    interval = checkpoint_interval(job, default=None)  # AWS does not say how often
     demand = demand_of(job)
     events = []
     for attempt in summary.get("recentPreemptedAttempts") or ():

@@ -17,6 +17,7 @@ from airflow_quota_provider.cli.recommend import _beyond
 from airflow_quota_provider.config_file import load_config
 from airflow_quota_provider.core.config import config_to_dict, parse_config
 from airflow_quota_provider.core.model import QueueConfig, Sharing
+from airflow_quota_provider.simulation.figures import LEGEND
 from airflow_quota_provider.simulation.recommend import (
     Metrics,
     Score,
@@ -91,7 +92,7 @@ def test_a_starved_reserve_share_is_opened_and_the_idle_one_lends() -> None:
     start = config(10, share("a", 8, "RESERVE"), share("b", 2, "RESERVE"))
     jobs = tuple(JobSpec(f"b{i}", "b", {"gpu": 1}, 100.0) for i in range(8))
     before, found = _search(start, jobs)
-    assert before["wait_seconds"]["mean"] == 150  # 2 at a time: 0, 0, 100, 100, 200, ...
+    assert before["total_wait_seconds"]["mean"] == 150  # 2 at a time: 0, 0, 100, 100, 200, ...
     # opening one share alone changes nothing (a keeps its capacity, or b cannot borrow);
     # a's capacity moving to b does, until b waits no more
     assert [(t.move, t.score.mean_wait, t.kept) for t in found.trials] == [
@@ -126,8 +127,8 @@ def test_capacity_moves_from_an_idle_share_to_one_that_waits_behind_borrowers() 
         "1 gpu from a to c",
         "1 gpu from b to c",
     ]
-    assert found.metrics["per_share"]["b"]["wait_seconds"]["mean"] == 0
-    assert found.metrics["wait_seconds"]["mean"] < before["wait_seconds"]["mean"]
+    assert found.metrics["per_share"]["b"]["total_wait_seconds"]["mean"] == 0
+    assert found.metrics["total_wait_seconds"]["mean"] < before["total_wait_seconds"]["mean"]
     assert found.stopped == "local optimum"
     assert violation(found.metrics) <= violation(before)
 
@@ -153,10 +154,20 @@ def test_moves_open_shares_then_move_capacity_then_limit_the_biggest_borrowers()
         ),
         jobs,
     )
+    # c's 4 jobs beyond its own 2 gpu wait 990 s for a's: 4 * 990 / 14 jobs. Capacity
+    # moved to c is reclaimed from a's jobs, which then wait in their place (and lose
+    # work): the total wait does not fall, so no move is kept
+    assert [(t.move, t.score.mean_wait, t.kept) for t in found.trials] == [
+        ("start", 282.857, True),
+        ("1 gpu from b to c", 282.857, False),
+        ("1 gpu from a to c", 282.857, False),
+        ("a borrow limit 200%", 284.286, False),
+        ("c borrow limit 200%", 282.857, False),
+    ]
     assert owned(found.config) == [
         ("a", 2, "LEND_AND_BORROW"),
-        ("b", 2, "LEND"),
-        ("c", 6, "LEND_AND_BORROW"),
+        ("b", 6, "LEND"),
+        ("c", 2, "LEND_AND_BORROW"),
     ]
 
 
@@ -197,33 +208,35 @@ def test_the_command_compares_the_proposal_and_writes_it(tmp_path: Path) -> None
     assert done.stderr == f"read 8 jobs from {trace}\n"  # no progress line: not a terminal
     lines = done.stdout.splitlines()
     assert lines[0] == (
-        "objective: least mean wait per job, with no more refused jobs and no more "
+        "objective: least mean total wait per job, with no more refused jobs and no more "
         "violation of today's guarantees than the current config's (0.0 unit-h)"
     )
     assert lines[1].startswith("search: 4 replays of the whole trace (aws at load 1) in ")
     assert lines[1].endswith(" s, stopped at the budget; kept:")
     assert lines[2:5] == [
-        "  start: mean wait 15.0 min",
-        "  2 gpu from a to b: mean wait 5.0 min",
+        "  start: mean wait 15m 00s",
+        "  2 gpu from a to b: mean wait 5m 00s",
         "",
     ]
-    assert [line.split()[:3] for line in lines[5:8]] == [
-        ["config", "utilization", "mean"],
-        ["current", "20.0%", "15.0"],
-        ["proposed", "40.0%", "5.0"],
+    assert [line.split()[:5] for line in lines[5:8]] == [
+        ["config", "utilization", "mean", "wait", "p95"],
+        ["current", "gpu", "20.0%", "15m", "00s"],
+        ["proposed", "gpu", "40.0%", "5m", "00s"],
     ]
-    assert lines[8] == "mean wait 15.0 -> 5.0 min (-66.7%)"
+    assert lines[8] == "mean wait 15m 00s -> 5m 00s (-66.7%)"
     assert lines[10].split() == [
-        "share", "owns", "sharing", "mean", "wait", "min", "p95", "wait", "min", "violation",
+        "share", "owns", "sharing", "mean", "wait", "p95", "wait", "violation",
         "unit-h", "utilization", "preemptions",
     ]  # fmt: skip
     assert lines[11].split() == [
-        "a", "8", "gpu", "->", "6", "gpu", "RESERVE", "0.0", "0.0", "0", "0%", "0"
+        "a", "8", "gpu", "->", "6", "gpu", "RESERVE", "0s", "0s", "0", "gpu", "0%", "0"
     ]  # fmt: skip
     assert lines[12].split() == [
-        "b", "2", "gpu", "->", "4", "gpu", "RESERVE", "15.0", "->", "5.0", "30.0", "->", "10.0",
-        "0", "100%", "0",
+        "b", "2", "gpu", "->", "4", "gpu", "RESERVE", "15m", "00s", "->", "5m", "00s", "30m",
+        "00s", "->", "10m", "00s", "0", "gpu", "100%", "0",
     ]  # fmt: skip
+    # every table's figures are explained under it
+    assert lines[13:15] == list(LEGEND)
     assert lines[-1] == f"written to {output}"
     assert owned(load_config(output)) == [("a", 6, "RESERVE"), ("b", 4, "RESERVE")]
 
@@ -299,9 +312,9 @@ def test_a_larger_capacity_rescales_the_current_config_and_compares_with_it_as_w
     lines = capsys.readouterr().out.splitlines()
     # one replay of the search (the start: 8 and 2 gpu), the current config's apart (b: 1 gpu)
     assert lines[1].startswith("search: 1 replays of the whole trace (aws at load 1) in ")
-    assert [line.split()[:3] for line in lines[5:7]] == [
-        ["current", "20.0%", "35.0"],
-        ["proposed", "20.0%", "15.0"],
+    assert [line.split()[:5] for line in lines[5:7]] == [
+        ["current", "gpu", "20.0%", "35m", "00s"],
+        ["proposed", "gpu", "20.0%", "15m", "00s"],
     ]
     assert owned(load_config(output)) == [("a", 8, "RESERVE"), ("b", 2, "RESERVE")]
 
@@ -338,14 +351,15 @@ def test_violation_is_measured_against_todays_guarantees_not_the_proposals() -> 
     assert own["per_share"]["a"]["guarantee_violation_unit_seconds"] == {}
     # 4 gpu from 10 s until c's jobs end at 1000 s
     assert kept["per_share"]["a"]["guarantee_violation_unit_seconds"] == {"gpu": 4 * 990}
-    assert kept["wait_seconds"] == own["wait_seconds"]
+    assert kept["total_wait_seconds"] == own["total_wait_seconds"]
 
 
 def test_capacity_idle_most_of_the_time_moves_to_a_waiting_share_but_for_what_a_burst_needs(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # c borrows the whole queue first; b reclaims only what it owns, its other jobs
-    # wait; a's 8 gpu are idle until a's one job comes at 500 s
+    # wait; a's 8 gpu are idle until a's one job comes at 500 s. Each gpu moved to b
+    # is reclaimed from c, whose preempted jobs then wait: counted in the total wait
     rows = "".join(f"c{i},0,c,0,gpu,1,1000\n" for i in range(10))
     rows += "".join(f"b{i},10,b,0,gpu,1,100\n" for i in range(16))
     rows += "a1,500,a,0,gpu,1,100\n"
@@ -363,9 +377,9 @@ def test_capacity_idle_most_of_the_time_moves_to_a_waiting_share_but_for_what_a_
     lines = capsys.readouterr().out.splitlines()
     assert lines[1].startswith("search: 11 replays of the whole trace (aws at load 1) in ")
     assert lines[1].endswith(" s, stopped at the local optimum; kept:")
-    assert lines[2:10] == ["  start: mean wait 3.5 min"] + [
-        f"  1 gpu from a to b: mean wait {wait} min"
-        for wait in ("2.2", "1.5", "1.1", "0.9", "0.7", "0.5", "0.4")
+    assert lines[2:10] == ["  start: mean wait 4m 30s"] + [
+        f"  1 gpu from a to b: mean wait {wait}"
+        for wait in ("3m 13s", "2m 32s", "2m 10s", "1m 55s", "1m 44s", "1m 33s", "1m 29s")
     ]
     assert owned(load_config(output)) == [
         ("a", 1, "LEND_AND_BORROW"),
@@ -384,7 +398,7 @@ def test_the_least_waiting_move_ruled_out_by_the_guarantees_is_named() -> None:
     )
     found = Search(start, {}, trials, 0.0, "budget")
     assert _beyond(found) == (
-        "least wait ruled out by the guarantees: 1 gpu from a to b (replay 2), mean wait 5.0 "
-        "min, 2.00 unit-h of violation beyond what is allowed (--allow-violation)\n"
+        "least wait ruled out by the guarantees: 1 gpu from a to b (replay 2), mean wait 5m "
+        "00s, 2.00 unit-h of violation beyond what is allowed (--allow-violation)\n"
     )
     assert _beyond(Search(start, {}, trials[:1] + trials[3:], 0.0, "budget")) == ""

@@ -9,6 +9,7 @@ import pytest
 
 from airflow_quota_provider.core.config import parse_config
 from airflow_quota_provider.core.model import IdleAssignment, Sharing, VictimOrder
+from airflow_quota_provider.simulation.figures import LEGEND
 from airflow_quota_provider.simulation.policies import Extensions, Policy, policy_config
 from airflow_quota_provider.simulation.replay import ReplaySettings, replay
 from airflow_quota_provider.simulation.report import write_report
@@ -46,7 +47,8 @@ def test_aws_reclaims_and_the_guarantee_is_broken_only_during_the_preemption_del
         "utilization": {"gpu": round(100 / (2 * 165), 4)},
         "used_unit_seconds": {"gpu": 100},
         "borrowed_unit_seconds": {},
-        "wait_seconds": {"mean": 5, "p50": 5, "p95": 5, "p99": 5, "max": 5},
+        "total_wait_seconds": {"mean": 5, "p50": 5, "p95": 5, "p99": 5, "max": 5},
+        "first_start_wait_seconds": {"mean": 5, "p50": 5, "p95": 5, "p99": 5, "max": 5},
         "pending_unit_seconds": {"gpu": 10},
         "guarantee_violation_unit_seconds": {"gpu": 10},
         "preemptions": 0,
@@ -63,7 +65,15 @@ def test_aws_reclaims_and_the_guarantee_is_broken_only_during_the_preemption_del
     assert metrics["utilization"] == {"gpu": round(560 / 660, 4)}
     # from 15 to 65, two gpus are idle while b1 waits for four
     assert metrics["demand_utilization"] == {"gpu": round(560 / 660, 4)}
-    assert metrics["wait_seconds"] == {"mean": 2.5, "p50": 0, "p95": 5, "p99": 5, "max": 5}
+    # b1 waits from 15 (stopped) to 65 after its preemption: in its total wait only
+    assert b["total_wait_seconds"] == {"mean": 50, "p50": 50, "p95": 50, "p99": 50, "max": 50}
+    assert b["first_start_wait_seconds"] == {"mean": 0, "p50": 0, "p95": 0, "p99": 0, "max": 0}
+    assert metrics["total_wait_seconds"] == {
+        "mean": 27.5, "p50": 5, "p95": 50, "p99": 50, "max": 50
+    }  # fmt: skip
+    assert metrics["first_start_wait_seconds"] == {
+        "mean": 2.5, "p50": 0, "p95": 5, "p99": 5, "max": 5
+    }  # fmt: skip
     assert metrics["guarantee_violation_unit_seconds"] == {"gpu": 10}
     assert (metrics["preemptions"], metrics["end"]) == (1, 165)
     assert metrics["wall_seconds"] >= 0
@@ -88,13 +98,13 @@ def test_static_refuses_what_a_share_cannot_hold_alone() -> None:
     )
     metrics = done.metrics()
     assert metrics["jobs"]["rejected"] == 1
-    assert metrics["wait_seconds"]["max"] == 0
+    assert metrics["total_wait_seconds"]["max"] == 0
 
 
 def test_pooled_serves_first_come_first_served_and_breaks_guarantees() -> None:
     metrics = run(Policy.POOLED)
     # a1 waits for b1 to end at 100: 90 s while its share owns 2 idle gpus
-    assert metrics["per_share"]["a"]["wait_seconds"]["max"] == 90
+    assert metrics["per_share"]["a"]["total_wait_seconds"]["max"] == 90
     assert metrics["per_share"]["a"]["guarantee_violation_unit_seconds"] == {"gpu": 180}
     assert metrics["demand_utilization"] == {"gpu": 1.0}
     assert metrics["preemptions"] == 0
@@ -103,7 +113,7 @@ def test_pooled_serves_first_come_first_served_and_breaks_guarantees() -> None:
 
 def test_load_compresses_arrivals() -> None:
     metrics = run(Policy.POOLED, load=2)
-    assert metrics["per_share"]["a"]["wait_seconds"]["max"] == 95
+    assert metrics["per_share"]["a"]["total_wait_seconds"]["max"] == 95
 
 
 def test_policy_configs() -> None:
@@ -135,7 +145,7 @@ def test_extensions_are_refused_for_other_policies() -> None:
 def test_min_runtime_delays_the_reclaim() -> None:
     settings = ReplaySettings(Policy.AWS, extensions=Extensions(min_runtime_seconds=30))
     metrics = replay(CONFIG, TRACE, settings).metrics()
-    assert metrics["per_share"]["a"]["wait_seconds"]["max"] == 20
+    assert metrics["per_share"]["a"]["total_wait_seconds"]["max"] == 20
     assert metrics["per_share"]["a"]["guarantee_violation_unit_seconds"] == {"gpu": 40}
 
 
@@ -163,6 +173,10 @@ def test_the_report_has_its_tables_and_plots(tmp_path: Path) -> None:
     text = path.read_text()
     assert text.startswith("# Replay of t.csv on q\n")
     assert "| aws at load 1 |" in text and "| pooled at load 1 |" in text
+    assert "| policy | utilization | mean wait | p95 wait | mean first wait |" in text
+    # the legend follows the overall table and each share table
+    for line in LEGEND:
+        assert text.count(f"- {line}\n") == 3
     images = sorted(p.name for p in (tmp_path / "out").glob("*.png"))
     assert images == [
         "share-violation.png",
