@@ -23,6 +23,7 @@ from airflow_quota_provider.exceptions import ConfigError
 from airflow_quota_provider.pool_manager.fleet import Fleet
 from airflow_quota_provider.pool_manager.gateway import AirflowGateway, Credentials
 from airflow_quota_provider.pool_manager.manager import PoolManager
+from airflow_quota_provider.pool_manager.store import DEFAULT_URL, Store
 
 PASSWORD_VARIABLE = "AIRFLOW_QUOTA_API_PASSWORD"
 DEFAULT_CONN_ID = "airflow_api_default"
@@ -49,6 +50,12 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("--api-url", help="the api-server's URL, instead of a connection")
     parser.add_argument(
         "--username", help=f"the Airflow user, with the password in ${PASSWORD_VARIABLE}"
+    )
+    parser.add_argument(
+        "--database",
+        default=DEFAULT_URL,
+        help="the manager's own database (SQLAlchemy URL): preemptions and decisions; "
+        f"default {DEFAULT_URL} (in the current folder); postgresql://... for several managers",
     )
     parser.add_argument(
         "--once", action="store_true", help="run one cycle, print what it decided, and exit"
@@ -79,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"airflow-quota pool-manager: {error}", file=sys.stderr)
         return 1
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-    manager = PoolManager(Fleet.of(config), AirflowGateway(url, credentials))
+    manager = PoolManager(Fleet.of(config), AirflowGateway(url, credentials), Store(args.database))
     if args.once:
         report = manager.cycle()
         for start in report.plan.start:

@@ -24,12 +24,13 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from datetime import UTC, datetime
 
-from airflow_quota_provider.pool_manager.decide import NO_HISTORY, History, PoolPlan, decide
+from airflow_quota_provider.pool_manager.decide import History, PoolPlan, Stop, decide
 from airflow_quota_provider.pool_manager.fleet import Fleet
 from airflow_quota_provider.pool_manager.gateway import AirflowGateway, GatewayError, PoolSlots
-from airflow_quota_provider.pool_manager.tasks import TaskKey
+from airflow_quota_provider.pool_manager.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -52,32 +53,40 @@ class PoolManager:
         self,
         fleet: Fleet,
         gateway: AirflowGateway,
+        store: Store,
         *,
         clock: Callable[[], float] = time.time,
         preemption_retries: Callable[[str], int | None] = lambda share: None,
     ) -> None:
         self.fleet = fleet
         self.gateway = gateway
+        self.store = store
         self.clock = clock
         self.preemption_retries = preemption_retries
-        self.history: dict[TaskKey, History] = {}
 
     def cycle(self) -> CycleReport:
         calls = self.gateway.calls
         tasks = self.gateway.task_instances(self.fleet)
         pools = self.gateway.pools()
+        counts = self.store.preemptions(task.key for task in tasks)
         history = {
-            task.key: self._history(task.key, self.fleet.shares[task.pool][0]) for task in tasks
+            task.key: History(
+                counts.get(task.key, 0), self.preemption_retries(self.fleet.shares[task.pool][0])
+            )
+            for task in tasks
         }
-        plan = decide(self.fleet, tasks, self.clock(), history)
+        now = self.clock()
+        plan = decide(self.fleet, tasks, now, history)
         changed = self._set_pools(plan, pools, grow=False)
         for stop in plan.stop:
-            self._preempt(stop.key, stop.fails, stop.note, history[stop.key])
+            self._preempt(stop, now)
         for refusal in plan.refuse:
             log.warning("failing %s: %s", refusal.key, refusal.note)
             self.gateway.fail(refusal.key, refusal.note)
         changed += self._set_pools(plan, pools, grow=True)
-        return CycleReport(plan, self.gateway.calls - calls, changed)
+        report = CycleReport(plan, self.gateway.calls - calls, changed)
+        self.store.record_cycle(plan, report.calls, _moment(now))
+        return report
 
     def run(self, interval: float, should_stop: Callable[[], bool] = lambda: False) -> None:
         """Cycle every ``interval`` seconds until ``should_stop()``; survive Airflow outages."""
@@ -106,18 +115,14 @@ class PoolManager:
             )
             _sleep(interval, should_stop)
 
-    def _history(self, key: TaskKey, share: str) -> History:
-        past = self.history.get(key, NO_HISTORY)
-        return replace(past, preemption_retries=self.preemption_retries(share))
-
-    def _preempt(self, key: TaskKey, fails: bool, note: str, past: History) -> None:
-        self.history[key] = replace(past, preemptions=past.preemptions + 1)
-        if fails:
-            log.warning("failing %s: %s", key, note)
-            self.gateway.fail(key, note)
+    def _preempt(self, stop: Stop, now: float) -> None:
+        if stop.fails:
+            log.warning("failing %s: %s", stop.key, stop.note)
+            self.gateway.fail(stop.key, stop.note)
         else:
-            log.info("clearing %s: %s", key, note)
-            self.gateway.clear(key, note)
+            log.info("clearing %s: %s", stop.key, stop.note)
+            self.gateway.clear(stop.key, stop.note)
+        self.store.record_preemption(stop, _moment(now))
 
     def _set_pools(self, plan: PoolPlan, pools: dict[str, PoolSlots], *, grow: bool) -> int:
         """Create, restore or shrink pools (``grow=False``), or grow them (``grow=True``)."""
@@ -143,6 +148,10 @@ class PoolManager:
             self.gateway.set_pool(name, slots, description)
             changed += 1
         return changed
+
+
+def _moment(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, UTC)
 
 
 def _sleep(seconds: float, should_stop: Callable[[], bool]) -> None:

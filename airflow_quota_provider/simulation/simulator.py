@@ -27,6 +27,7 @@ from airflow_quota_provider.core import (
 from airflow_quota_provider.core.model import QueueConfig
 from airflow_quota_provider.core.reasons import FailureCode, PreemptionKind
 from airflow_quota_provider.core.settle import settle, stopped
+from airflow_quota_provider.simulation.figures import duration
 from airflow_quota_provider.simulation.scenario import ConfigEvent, JobSpec, Scenario, apply_event
 
 _FINISH, _STOP, _CONFIG, _SUBMIT, _RECHECK = range(5)
@@ -290,7 +291,8 @@ class Simulator:
             return
         job.status = "RUNNABLE"
         self._count_pending(result.requeued)
-        self._log("requeue", spec.id, spec.share, f"resumes from {result.work_kept:g}s of work")
+        resumes = f"resumes from {duration(result.work_kept)} of work"
+        self._log("requeue", spec.id, spec.share, resumes)
 
     def _count_pending(self, job: WaitingJob) -> None:
         pending = self.pending.setdefault(job.share, {})
@@ -330,7 +332,7 @@ def _waiting(job: SimJob) -> WaitingJob:
 
 def _describe(spec: JobSpec) -> str:
     demand = ", ".join(f"{n} {u}" for u, n in sorted(spec.demand.items()))
-    return f"{demand}, priority {spec.priority}, {spec.duration:g}s of work"
+    return f"{demand}, priority {spec.priority}, {duration(spec.duration)} of work"
 
 
 def _changes(event: ConfigEvent) -> str:

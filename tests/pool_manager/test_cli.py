@@ -14,6 +14,7 @@ from airflow_quota_provider.cli import main
 from airflow_quota_provider.pool_manager.fleet import Fleet
 from airflow_quota_provider.pool_manager.gateway import AirflowGateway, Credentials, GatewayError
 from airflow_quota_provider.pool_manager.manager import PoolManager
+from airflow_quota_provider.pool_manager.store import Store
 from tests.core.builders import queue, share
 
 HERE = Path(__file__).resolve().parent
@@ -86,7 +87,7 @@ def test_an_unreachable_api_is_a_clear_error_naming_it() -> None:
 
 
 def test_the_manager_waits_with_growing_delays_while_airflow_is_away_and_never_logs_secrets(
-    caplog: pytest.LogCaptureFixture,
+    caplog: pytest.LogCaptureFixture, tmp_path: Path
 ) -> None:
     fleet = Fleet.of(queue(share("a").capacity(gpu=4).lend_and_borrow(), gpu=4))
     gateway = AirflowGateway(closed_port(), Credentials("manager", "s3cret-pw"), timeout=1)
@@ -97,7 +98,7 @@ def test_the_manager_waits_with_growing_delays_while_airflow_is_away_and_never_l
         return gateway.calls >= 2
 
     with caplog.at_level(logging.WARNING):
-        PoolManager(fleet, gateway).run(0.05, should_stop)
+        PoolManager(fleet, gateway, Store(f"sqlite:///{tmp_path / 'pm.db'}")).run(0.05, should_stop)
     warnings = [r.getMessage() for r in caplog.records if r.name.endswith("manager")]
     assert len(warnings) == 2
     assert "no pool grows meanwhile; retrying in 0.1 s" in warnings[0]

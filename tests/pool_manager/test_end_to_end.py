@@ -10,77 +10,33 @@ and succeeds without using up a retry.
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
 
 import pytest
 
-from airflow_quota_provider.demo.airflow_api import AirflowApi, AirflowApiError
-from airflow_quota_provider.demo.processes import Processes, wait_for
-from airflow_quota_provider.demo.stack import Stack, StackSettings
+from airflow_quota_provider.demo.processes import wait_for
+from airflow_quota_provider.demo.stack import Stack
 from airflow_quota_provider.pool_manager.gateway import AirflowGateway, Credentials
+from tests.pool_manager.conftest import HERE, managed_stack, task_instance, trigger
 
 pytestmark = pytest.mark.slow
-HERE = Path(__file__).resolve().parent
-
-
-def task_instance(api: AirflowApi, dag_id: str, run_id: str) -> dict[str, Any]:
-    answer = api.get(f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances/train")
-    return dict(answer)
-
-
-def trigger(api: AirflowApi, dag_id: str, seconds: float) -> str:
-    answer = api.post(
-        f"/api/v2/dags/{dag_id}/dagRuns", {"logical_date": None, "conf": {"seconds": seconds}}
-    )
-    return str(answer["dag_run_id"])
 
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     workdir = tmp_path_factory.mktemp("pool-manager")
-    settings = StackSettings(
-        workdir=workdir, dags_folder=HERE / "dags", quota_config=HERE / "fleet.yaml"
-    )
-    with Processes(workdir / "logs") as processes:
-        stack = Stack(settings, processes)
-        stack.start(("pools_vision", "pools_nlp"))
-        env = {**stack.env, "AIRFLOW_QUOTA_API_PASSWORD": settings.password}
-        command = [
-            sys.executable,
-            "-m",
-            "airflow_quota_provider.cli",
-            "pool-manager",
-            "--config",
-            str(HERE / "fleet.yaml"),
-            "--api-url",
-            stack.api_url,
-            "--username",
-            settings.username,
-            "--interval",
-            "1",
-        ]
-        processes.start("pool-manager", command, env, cwd=workdir)
+    with managed_stack(workdir, HERE / "fleet.yaml", ("pools_vision", "pools_nlp")) as stack:
         yield stack
 
 
 def test_an_owner_reclaims_its_gpus_and_the_borrower_runs_again_later(stack: Stack) -> None:
     api = stack.api
 
-    def pools_made() -> bool:
-        try:
-            return api.get("/api/v2/pools/quota-vision-gpu")["include_deferred"] is True
-        except AirflowApiError:
-            return False
-
-    wait_for("the manager to create the pools", pools_made, 60, stack.processes)
     vision_run = trigger(api, "pools_vision", seconds=40)
 
     def vision_running() -> bool:
-        return task_instance(api, "pools_vision", vision_run)["state"] == "running"
+        return task_instance(api, "pools_vision", vision_run, "train")["state"] == "running"
 
     wait_for("the vision task to borrow nlp's GPUs", vision_running, 120, stack.processes)
     assert api.get("/api/v2/pools/quota-vision-gpu")["slots"] == 4
@@ -88,8 +44,8 @@ def test_an_owner_reclaims_its_gpus_and_the_borrower_runs_again_later(stack: Sta
     seen: list[tuple[str, str | None]] = []
 
     def nlp_done() -> bool:
-        vision = task_instance(api, "pools_vision", vision_run)["state"]
-        nlp = task_instance(api, "pools_nlp", nlp_run)["state"]
+        vision = task_instance(api, "pools_vision", vision_run, "train")["state"]
+        nlp = task_instance(api, "pools_nlp", nlp_run, "train")["state"]
         if not seen or seen[-1] != (vision, nlp):
             seen.append((vision, nlp))
         return nlp == "success"
@@ -101,10 +57,10 @@ def test_an_owner_reclaims_its_gpus_and_the_borrower_runs_again_later(stack: Sta
     assert all(vision != "running" for vision, _ in seen[nlp_ran[0] :]), seen
 
     def vision_done() -> bool:
-        return task_instance(api, "pools_vision", vision_run)["state"] == "success"
+        return task_instance(api, "pools_vision", vision_run, "train")["state"] == "success"
 
     wait_for("the vision task to run again and succeed", vision_done, 180, stack.processes)
-    vision = task_instance(api, "pools_vision", vision_run)
+    vision = task_instance(api, "pools_vision", vision_run, "train")
     assert vision["try_number"] == 2, vision
     assert vision["note"].startswith(
         f"Cleared by the quota pool manager for pools_nlp/{nlp_run}/train (RECLAIM): share "

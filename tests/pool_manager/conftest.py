@@ -1,0 +1,63 @@
+"""Real Airflow processes and the pool manager, for the end-to-end tests of this folder."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from airflow_quota_provider.demo.airflow_api import AirflowApi, AirflowApiError
+from airflow_quota_provider.demo.processes import Processes, wait_for
+from airflow_quota_provider.demo.stack import Stack, StackSettings
+
+HERE = Path(__file__).resolve().parent
+
+
+@contextmanager
+def managed_stack(
+    workdir: Path,
+    config: Path,
+    dag_ids: tuple[str, ...],
+    extra_env: dict[str, str] | None = None,
+    database_url: str | None = None,
+) -> Iterator[Stack]:
+    """api-server, scheduler, dag-processor, triggerer and ``airflow-quota pool-manager``
+    (1 s cycles), with the DAGs of ``dags/`` parsed and the config's pools created."""
+    settings = StackSettings(
+        workdir=workdir,
+        dags_folder=HERE / "dags",
+        quota_config=config,
+        extra_env=extra_env or {},
+        database_url=database_url,
+    )
+    with Processes(workdir / "logs") as processes:
+        stack = Stack(settings, processes)
+        stack.start(dag_ids)
+        env = {**stack.env, "AIRFLOW_QUOTA_API_PASSWORD": settings.password}
+        command = [
+            *(sys.executable, "-m", "airflow_quota_provider.cli", "pool-manager"),
+            *("--config", str(config), "--api-url", stack.api_url),
+            *("--username", settings.username, "--interval", "1"),
+        ]
+        processes.start("pool-manager", command, env, cwd=workdir)
+        wait_for("the manager to create the pools", lambda: _pools_made(stack.api), 60, processes)
+        yield stack
+
+
+def _pools_made(api: AirflowApi) -> bool:
+    try:
+        answer = api.get("/api/v2/pools?limit=100")
+    except AirflowApiError:
+        return False
+    return any(pool["name"].startswith("quota-") for pool in answer["pools"])
+
+
+def task_instance(api: AirflowApi, dag_id: str, run_id: str, task_id: str) -> dict[str, Any]:
+    return dict(api.get(f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}"))
+
+
+def trigger(api: AirflowApi, dag_id: str, seconds: float) -> str:
+    body = {"logical_date": None, "conf": {"seconds": seconds}}
+    return str(api.post(f"/api/v2/dags/{dag_id}/dagRuns", body)["dag_run_id"])
