@@ -48,14 +48,16 @@ def stack(tmp_path_factory: pytest.TempPathFactory, locks: Path) -> Iterator[Sta
 def test_no_task_ever_finds_fewer_free_gpus_than_its_pool_slots(stack: Stack, locks: Path) -> None:
     api = stack.api
     shuffle = random.Random(20261203)
-    runs = [(team, n) for team in TEAMS for n in range(RUNS_PER_TEAM)]
-    shuffle.shuffle(runs)
+    # team a starts alone and borrows the idle GPUs; the others' runs then reclaim them
+    rest = [(team, n) for team in TEAMS for n in range(RUNS_PER_TEAM)][4:]
+    shuffle.shuffle(rest)
+    runs = [("a", n) for n in range(4)] + rest
     started = time.monotonic()
     triggered = []
     for team, _ in runs:
         seconds = shuffle.choice([2, 4, 8, 15])
         triggered.append((f"locks_{team}", trigger(api, f"locks_{team}", seconds)))
-        time.sleep(shuffle.choice([0, 0.5, 1, 3]))
+        time.sleep(15 if len(triggered) == 4 else shuffle.choice([0, 0.5, 1, 3]))
 
     def finished() -> bool:
         states = [api.run_state(dag_id, run_id) for dag_id, run_id in triggered]
