@@ -34,9 +34,17 @@ class ShareUnit(Occupancy):
 
 @dataclass(frozen=True)
 class ShareView:
+    """One share: how it shares, what it holds per instance type, its jobs.
+
+    ``borrow_limit`` is AWS's percent (-1 unlimited) for a LEND_AND_BORROW share
+    and ``None`` for a LEND or RESERVE one, which never borrows; ``borrowing``
+    says the same in words (``borrow limit 50%``, ``does not borrow``).
+    """
+
     name: str
     strategy: str
-    borrow_limit: int
+    borrow_limit: int | None
+    borrowing: str
     in_share_preemption: bool
     state: str
     units: list[ShareUnit]
