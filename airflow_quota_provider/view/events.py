@@ -14,9 +14,9 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from airflow_quota_provider.checkpoints import checkpoint_interval as interval_of
 from airflow_quota_provider.core.jobs import RunningJob
 from airflow_quota_provider.emulator.dispatch import PREEMPTION_HEADLINES
-from airflow_quota_provider.emulator.training import CHECKPOINT_INTERVAL_TAG
 from airflow_quota_provider.hooks.usage import demand_of
 from airflow_quota_provider.view.jobs import task_link
 from airflow_quota_provider.view.model import PreemptionEvent
@@ -39,22 +39,18 @@ def preemptor_of(reason: str) -> str | None:
 
 
 def checkpoint_interval(job: Mapping[str, Any]) -> float | None:
-    """Seconds between the job's checkpoints, when it checkpoints and says how often."""
-    tags = job.get("tags") or {}
+    """Seconds between a described job's checkpoints, ``None`` when it does not checkpoint.
+
+    The rule of :mod:`airflow_quota_provider.checkpoints`, read from the job's
+    ``serviceRequestPayload`` and tags.
+    """
     try:
         payload = json.loads(job.get("serviceRequestPayload") or "{}")
     except ValueError:
         return None
-    checkpoints = isinstance(payload, dict) and bool(
-        (payload.get("CheckpointConfig") or {}).get("S3Uri")
-    )
-    if not checkpoints or CHECKPOINT_INTERVAL_TAG not in tags:
+    if not isinstance(payload, dict):
         return None
-    try:
-        interval = float(tags[CHECKPOINT_INTERVAL_TAG])
-    except ValueError:
-        return None
-    return interval if interval > 0 else None
+    return interval_of(payload, job.get("tags") or {})
 
 
 def preemption_events(

@@ -126,8 +126,10 @@ class PreemptionEvent:
 
     ``preemptor`` is the job that caused it when the reason names one (the
     reasons of this provider's engine do; AWS's own do not). ``work_lost``
-    is instance-seconds since the attempt's last checkpoint, or since it
-    started when no checkpoint interval is known (then ``checkpointed`` is false).
+    is instance-seconds since the attempt's last checkpoint (the interval as
+    :mod:`airflow_quota_provider.checkpoints` reads it: the job's tag, else the
+    endpoint's default), or since it started when the job does not checkpoint
+    (no ``CheckpointConfig.S3Uri``; then ``checkpointed`` is false).
     """
 
     job_id: str
