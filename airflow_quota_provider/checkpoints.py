@@ -1,12 +1,13 @@
-"""How often a service job checkpoints, read from its ``DescribeServiceJob`` answer.
+"""How often a SageMaker training job saves its work: one rule for the endpoint, the view
+and ``trace export``.
 
-A SageMaker training job checkpoints only when its request has
-``CheckpointConfig.S3Uri``; how often is up to its training code, which
-AWS does not report. The local endpoint saves the work every
-``emulator:checkpoint-interval-seconds`` (a tag of the service job or of its
-payload, the service job's winning) or every
-:data:`DEFAULT_CHECKPOINT_INTERVAL` seconds without one. The endpoint, the
-view and ``trace export`` read it here, the same way.
+A job checkpoints when its ``CreateTrainingJob`` request has
+``CheckpointConfig.S3Uri``. How often is in no AWS field (it is up to the
+training code): the tag ``emulator:checkpoint-interval-seconds`` says it (a
+service job's own tags win over its payload's, as when Batch creates the
+training job), and without the tag the local endpoint saves every
+:data:`DEFAULT_CHECKPOINT_INTERVAL` seconds of training. The endpoint refuses a
+tag that is no positive number; readers here fall back to the default for one.
 """
 
 from __future__ import annotations
@@ -14,33 +15,60 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
-CHECKPOINT_INTERVAL_TAG = "emulator:checkpoint-interval-seconds"
-DEFAULT_CHECKPOINT_INTERVAL = 300.0
+CHECKPOINT_INTERVAL_TAG: Final = "emulator:checkpoint-interval-seconds"
+DEFAULT_CHECKPOINT_INTERVAL: Final = 300.0
 """Seconds between the local endpoint's checkpoints of a job without the tag."""
 
 
-def described_tags(job: Mapping[str, Any]) -> dict[str, str]:
-    """The tags the job's training jobs get: its payload's, then its own (which win)."""
-    payload = _payload(job)
-    tags = {str(t.get("Key")): str(t.get("Value", "")) for t in payload.get("Tags") or ()}
-    tags.update(job.get("tags") or {})
-    return tags
+def request_tags(request: Mapping[str, Any]) -> dict[str, str]:
+    """A ``CreateTrainingJob`` request's ``Tags`` as a mapping."""
+    return {
+        str(t["Key"]): str(t.get("Value", ""))
+        for t in request.get("Tags") or ()
+        if isinstance(t, Mapping) and "Key" in t
+    }
 
 
-def checkpoint_interval(job: Mapping[str, Any], default: float | None) -> float | None:
-    """Seconds between the checkpoints of a described service job: ``None`` when its
-    payload names no ``CheckpointConfig.S3Uri``; else its tag, or ``default`` when it has
-    none (or one that is not a number of seconds > 0, which the endpoint refuses)."""
-    if not (_payload(job).get("CheckpointConfig") or {}).get("S3Uri"):
+def checkpoint_uri(request: Mapping[str, Any]) -> str | None:
+    """Where the job saves its checkpoints, if it does."""
+    config = request.get("CheckpointConfig")
+    uri = config.get("S3Uri") if isinstance(config, Mapping) else None
+    return uri if isinstance(uri, str) and uri else None
+
+
+def checkpoint_interval(
+    request: Mapping[str, Any],
+    tags: Mapping[str, str] | None = None,
+    default: float | None = DEFAULT_CHECKPOINT_INTERVAL,
+) -> float | None:
+    """Seconds between the job's checkpoints; ``None`` when it does not checkpoint.
+
+    :param request: the ``CreateTrainingJob`` request (a service job's payload).
+    :param tags: the service job's tags, which win over the request's own.
+    :param default: the interval of a checkpointing job without a valid tag.
+    """
+    if checkpoint_uri(request) is None:
         return None
-    text = described_tags(job).get(CHECKPOINT_INTERVAL_TAG)
+    found = {**request_tags(request), **(tags or {})}.get(CHECKPOINT_INTERVAL_TAG)
     try:
-        interval = float(text) if text is not None else math.nan
+        interval = float(found) if found is not None else math.nan
     except ValueError:
         interval = math.nan
     return interval if math.isfinite(interval) and interval > 0 else default
+
+
+def described_tags(job: Mapping[str, Any]) -> dict[str, str]:
+    """The tags a described service job's training jobs get: its payload's, then its own."""
+    return {**request_tags(_payload(job)), **(job.get("tags") or {})}
+
+
+def described_interval(
+    job: Mapping[str, Any], default: float | None = DEFAULT_CHECKPOINT_INTERVAL
+) -> float | None:
+    """:func:`checkpoint_interval` of a ``DescribeServiceJob`` answer."""
+    return checkpoint_interval(_payload(job), job.get("tags") or {}, default)
 
 
 def _payload(job: Mapping[str, Any]) -> dict[str, Any]:

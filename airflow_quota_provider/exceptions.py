@@ -18,7 +18,8 @@
         └── PollingFailed           its status could not be read max_poll_failures polls in a row
     ViewError                       the GPU Quotas view or ``airflow-quota status`` cannot answer
     ├── UnknownQueue(LookupError)   no such job queue; .job_queue, .known
-    └── UnknownJob(LookupError)     no such service job; .job_id
+    ├── UnknownJob(LookupError)     no such service job; .job_id, .searched
+    └── AmbiguousJob(LookupError)   a name several jobs have; .name, .candidates
 """
 
 from __future__ import annotations
@@ -175,9 +176,42 @@ class UnknownQueue(ViewError, LookupError):
 
 
 class UnknownJob(ViewError, LookupError):
-    def __init__(self, job_id: str) -> None:
+    """No service job has that id or ARN (nor, where ``searched`` names the job queues
+    looked in, that name)."""
+
+    def __init__(self, job_id: str, searched: Sequence[str] = ()) -> None:
         self.job_id = job_id
-        super().__init__(f"service job {job_id!r} does not exist")
+        self.searched = tuple(searched)
+        where = ""
+        if self.searched:
+            noun = "job queue" if len(self.searched) == 1 else "job queues"
+            where = f": no job of {noun} {', '.join(self.searched)} has that id, ARN or name"
+        super().__init__(f"service job {job_id!r} does not exist{where}")
+
+
+@dataclass(frozen=True)
+class JobCandidate:
+    """A service job a name could mean."""
+
+    job_id: str
+    status: str
+    job_queue: str
+
+    def __str__(self) -> str:
+        return f"{self.job_id} ({self.status}, job queue {self.job_queue})"
+
+
+class AmbiguousJob(ViewError, LookupError):
+    """More than one service job has the name; ``candidates`` are they, newest first."""
+
+    def __init__(self, name: str, candidates: Sequence[JobCandidate]) -> None:
+        self.name = name
+        self.candidates = tuple(candidates)
+        listed = "; ".join(str(c) for c in self.candidates)
+        super().__init__(
+            f"{len(self.candidates)} service jobs are named {name!r}; "
+            f"give the id (or ARN) of one: {listed}"
+        )
 
 
 class PollingFailed(ServiceJobError):

@@ -221,6 +221,42 @@ def test_an_invalid_file_prints_every_problem_to_stderr_and_exits_1(
     ]
 
 
+PAST_32_BITS = """\
+job_queue: ml-training
+capacity: {gpu: 2147483648, cpu: 2147483647}
+shares:
+  - name: nlp
+    capacity: {gpu: 4294967296, cpu: 2147483647}
+    borrow_limit: 100000000000
+  - name: cv
+    capacity: {gpu: 8}
+    sharing: LEND
+"""
+"""Counts AWS keeps in 32-bit Integers, past 2147483647 (cpu is at the limit, and valid)."""
+
+
+def test_counts_past_an_aws_integer_name_the_path_the_value_and_the_range(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path, "quota.yaml", PAST_32_BITS)
+    assert run(path) == 1
+    beyond = "(larger than an AWS Integer, 32 bits)"
+    assert capsys.readouterr().err.splitlines() == [
+        f"{path}: capacity.gpu: must be an integer from 1 to 2147483647, got 2147483648 {beyond}",
+        f"{path}: shares[0].capacity.gpu: must be an integer from 0 to 2147483647, "
+        f"got 4294967296 {beyond}",
+        f"{path}: shares[0].borrow_limit: must be an integer from -1 to 2147483647 "
+        f"(-1 = unlimited), got 100000000000 {beyond}",
+    ]
+
+
+def test_the_largest_aws_integer_is_valid(tmp_path: Path) -> None:
+    text = "job_queue: q\ncapacity: {gpu: 2147483647}\nshares:\n"
+    text += "  - {name: a, capacity: {gpu: 2147483647}, borrow_limit: 2147483647}\n"
+    config = load_config(write(tmp_path, "quota.yaml", text))
+    assert (config.capacity, config.shares[0].borrow_limit) == ({"gpu": 2147483647}, 2147483647)
+
+
 def test_an_unreadable_file_is_one_problem_without_a_path(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

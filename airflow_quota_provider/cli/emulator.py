@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
 import signal
 import sqlite3
@@ -15,7 +16,7 @@ from airflow_quota_provider.emulator.bootstrap import apply_config
 from airflow_quota_provider.emulator.emulator import Emulator, EmulatorOptions
 from airflow_quota_provider.emulator.errors import ApiError
 from airflow_quota_provider.emulator.faults import FaultOptions
-from airflow_quota_provider.emulator.server import EmulatorServer
+from airflow_quota_provider.emulator.server import MAX_PORT, MIN_PORT, EmulatorServer
 from airflow_quota_provider.emulator.state_file import StateFileError
 from airflow_quota_provider.exceptions import ConfigError
 
@@ -32,7 +33,13 @@ def add_parser(commands: Any) -> None:
         "dummy credentials.",
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
-    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="port to listen on")
+    parser.add_argument(
+        "--port",
+        type=port_number,
+        default=DEFAULT_PORT,
+        help=f"port to listen on, {MIN_PORT} to {MAX_PORT} (0 picks a free one; "
+        f"default {DEFAULT_PORT})",
+    )
     parser.add_argument(
         "--time-scale",
         type=float,
@@ -107,6 +114,21 @@ def fault_options(args: argparse.Namespace) -> FaultOptions:
     )
 
 
+def port_number(text: str) -> int:
+    """``--port``: argparse reports what is wrong with it, as for any other argument."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"must be a whole number from {MIN_PORT} to {MAX_PORT}, got {text!r}"
+        ) from None
+    if not MIN_PORT <= port <= MAX_PORT:
+        raise argparse.ArgumentTypeError(
+            f"must be from {MIN_PORT} to {MAX_PORT} (0 picks a free port), got {port}"
+        )
+    return port
+
+
 def parse_limits(values: list[str]) -> dict[str, int]:
     limits: dict[str, int] = {}
     for value in values:
@@ -125,7 +147,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         server = EmulatorServer(emulator, args.host, args.port)
     except OSError as error:
-        print(f"cannot listen on {args.host}:{args.port}: {error.strerror}", file=sys.stderr)
+        emulator.close()
+        print(f"cannot listen on {args.host}:{args.port}: {_why(error)}", file=sys.stderr)
         return 1
     restored = f" (state restored from {args.state})" if emulator.restored else ""
     print(f"serving Batch and SageMaker on {server.url} (time scale {args.time_scale:g}){restored}")
@@ -140,6 +163,14 @@ def run(args: argparse.Namespace) -> int:
         server.httpd.server_close()
         emulator.close()
     return 0
+
+
+def _why(error: OSError) -> str:
+    """The system's words for a failed bind, and what to do when the port is taken."""
+    why = error.strerror or str(error)
+    if error.errno == errno.EADDRINUSE:
+        why += " (another process listens there: choose another --port, or --port 0 for a free one)"
+    return why
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:

@@ -1,9 +1,10 @@
-"""``airflow-quota status``, ``explain JOB_ID`` and ``events``: the GPU Quotas view in a terminal.
+"""``airflow-quota status``, ``explain JOB`` and ``events``: the GPU Quotas view in a terminal.
 
 They read through the same backend as the view (AWS Batch). Connection:
 ``--aws-conn-id`` (an Airflow connection) or the usual AWS environment
-(``AWS_ENDPOINT_URL``, region, credentials), with a ``--region`` override.
-Exit codes: 0 done, 1 an unknown queue or job, or a failed AWS call.
+(``AWS_ENDPOINT_URL``, region, credentials), with ``--region`` and
+``--endpoint-url`` overrides, as ``plan`` and ``apply`` take them.
+Exit codes: 0 done, 1 an unknown queue or job, an ambiguous job name, or a failed AWS call.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
+from airflow_quota_provider.cli.connection import add_aws_arguments
 from airflow_quota_provider.exceptions import ViewError
 from airflow_quota_provider.sync.errors import AwsCallFailed
 
@@ -42,9 +44,18 @@ def add_parser(commands: Any) -> None:
         "explain",
         help="why a job waits (with the numbers) or why it was preempted",
         description="Explain one service job: why it waits, what it holds, whether a "
-        "reclaim would take it next, and each time it was preempted.",
+        "reclaim would take it next, and each time it was preempted. A name that several "
+        "jobs have is refused with their ids.",
     )
-    explain.add_argument("job_id", metavar="JOB_ID", help="the service job's id")
+    explain.add_argument(
+        "job",
+        metavar="JOB",
+        help="the service job's id or ARN, or its name when no other job of --job-queue "
+        "(default: of any job queue) has it",
+    )
+    explain.add_argument(
+        "--job-queue", help="look for JOB by name only in this job queue (name or ARN)"
+    )
     _common(explain)
     explain.set_defaults(handler=run_explain)
     events = commands.add_parser(
@@ -59,12 +70,7 @@ def add_parser(commands: Any) -> None:
 
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON for scripts")
-    parser.add_argument(
-        "--aws-conn-id",
-        help="Airflow connection to use; without it, the usual AWS environment "
-        "(AWS_ENDPOINT_URL, AWS_REGION, credentials)",
-    )
-    parser.add_argument("--region", help="AWS region, overriding the environment or connection")
+    add_aws_arguments(parser)
 
 
 def run_status(args: argparse.Namespace) -> int:
@@ -82,7 +88,7 @@ def run_explain(args: argparse.Namespace) -> int:
     from airflow_quota_provider.view.text import explanation_lines
 
     def show(backend: QuotaBackend) -> Shown:
-        found = backend.explain(args.job_id)
+        found = backend.explain(args.job, args.job_queue)
         return asdict(found), explanation_lines(found, _style())
 
     return _run(args, show)
@@ -123,7 +129,10 @@ def _backend(args: argparse.Namespace) -> QuotaBackend:
 
     # botocore reads AWS_DEFAULT_REGION by itself but not AWS_REGION, which other SDKs use.
     region = args.region or os.environ.get("AWS_REGION") or None
-    return BatchBackend(BatchQuotaHook(aws_conn_id=args.aws_conn_id, region_name=region))
+    hook = BatchQuotaHook(
+        aws_conn_id=args.aws_conn_id, region_name=region, endpoint_url=args.endpoint_url
+    )
+    return BatchBackend(hook)
 
 
 def _style() -> Style:

@@ -13,6 +13,7 @@ import os
 import sys
 from typing import Any
 
+from airflow_quota_provider.cli.connection import add_aws_arguments
 from airflow_quota_provider.exceptions import ConfigError
 from airflow_quota_provider.sync.apply import apply_plan
 from airflow_quota_provider.sync.aws_state import read_state
@@ -57,15 +58,7 @@ def add_parser(commands: Any) -> None:
 
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", help=_FILE_HELP)
-    parser.add_argument(
-        "--aws-conn-id",
-        help="Airflow connection to use; without it, the usual AWS environment "
-        "(AWS_ENDPOINT_URL, AWS_REGION, credentials)",
-    )
-    parser.add_argument("--region", help="AWS region, overriding the environment or connection")
-    parser.add_argument(
-        "--endpoint-url", help="Batch endpoint, overriding the environment or connection"
-    )
+    add_aws_arguments(parser)
 
 
 def run_plan(args: argparse.Namespace) -> int:

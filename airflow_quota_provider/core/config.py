@@ -30,9 +30,9 @@ from typing import Any, Final
 from airflow_quota_provider.core.fields import (
     Check,
     Fields,
+    aws_integer,
     boolean,
     choice,
-    integer,
     is_int,
     is_number,
     number,
@@ -242,7 +242,7 @@ def _queue_capacity(
     for unit, count in value.items():
         path = f"capacity.{unit}"
         problems.extend(_unit_name(unit, path))
-        found = integer(1)(count, path)
+        found = aws_integer(1)(count, path)
         problems.extend(found)
         queue[str(unit)] = None if found else count
     return queue
@@ -318,7 +318,7 @@ def _units(
             has = ", ".join(queue)
             message = f"unit {unit} is not in the queue's capacity; the queue has {has}"
             problems.append(Problem(unit_path, message))
-        found = integer(minimum)(count, unit_path)
+        found = aws_integer(minimum)(count, unit_path)
         if not found and within_queue and queue is not None:
             found = _at_most_queue(count, unit, unit_path, queue)
         problems.extend(found)
@@ -419,7 +419,7 @@ def _share_to_dict(share: Share) -> dict[str, Any]:
 
 
 _SECONDS = number(0, of=" of seconds")
-_BORROW_LIMIT = integer(UNLIMITED_BORROW, " (-1 = unlimited)")
+_BORROW_LIMIT = aws_integer(UNLIMITED_BORROW, " (-1 = unlimited)")
 
 
 def _name(what: str) -> Check:

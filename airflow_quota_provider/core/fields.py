@@ -12,6 +12,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, TypeGuard
 
+from airflow_quota_provider.core.model import MAX_AWS_INTEGER
 from airflow_quota_provider.exceptions import Problem
 
 Check = Callable[[object, str], list[Problem]]
@@ -64,13 +65,27 @@ def is_number(value: object) -> TypeGuard[float]:
     return math.isfinite(value)
 
 
-def integer(minimum: int, note: str = "") -> Check:
+def integer(minimum: int, note: str = "", *, maximum: int | None = None, beyond: str = "") -> Check:
+    """An integer >= ``minimum`` and at most ``maximum``; ``beyond`` says why not more."""
+
     def check(value: object, path: str) -> list[Problem]:
-        if is_int(value) and value >= minimum:
+        if not is_int(value) or value < minimum:
+            return [Problem(path, f"must be an integer >= {minimum}{note}, got {show(value)}")]
+        if maximum is None or value <= maximum:
             return []
-        return [Problem(path, f"must be an integer >= {minimum}{note}, got {show(value)}")]
+        want = f"must be an integer from {minimum} to {maximum}{note}"
+        return [Problem(path, f"{want}, got {show(value)}{beyond}")]
 
     return check
+
+
+def aws_integer(minimum: int, note: str = "") -> Check:
+    """An integer >= ``minimum`` that an AWS ``Integer`` holds: at most 2147483647.
+
+    botocore sends any Python int; AWS refuses one past 32 bits, so the file says so first.
+    """
+    beyond = " (larger than an AWS Integer, 32 bits)"
+    return integer(minimum, note, maximum=MAX_AWS_INTEGER, beyond=beyond)
 
 
 def number(minimum: float, *, strict: bool = False, of: str = "") -> Check:

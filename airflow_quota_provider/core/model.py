@@ -27,6 +27,8 @@ MIN_PRIORITY = 0
 MAX_PRIORITY = 9999
 MAX_SHARES_PER_QUEUE = 20
 MAX_UNITS_PER_SHARE = 5
+MIN_AWS_INTEGER, MAX_AWS_INTEGER = -(2**31), 2**31 - 1
+"""The range of an AWS ``Integer`` (capacities, borrow limits, priorities): 32 bits."""
 
 
 class Sharing(str, enum.Enum):

@@ -8,6 +8,12 @@ from dataclasses import dataclass
 
 ACCOUNT = "123456789012"
 REGION = "us-east-1"
+PARTITION = "aws"
+
+_SERVICE_JOB_ARN = re.compile(
+    r"arn:(?P<partition>[a-z-]+):batch:(?P<region>[a-z0-9-]+):(?P<account>\d{12}):"
+    r"service-job/(?P<id>[A-Za-z0-9_-]+)"
+)
 
 
 @dataclass(frozen=True)
@@ -16,7 +22,7 @@ class Arns:
     account: str = ACCOUNT
 
     def batch(self, kind: str, name: str) -> str:
-        return f"arn:aws:batch:{self.region}:{self.account}:{kind}/{name}"
+        return f"arn:{PARTITION}:batch:{self.region}:{self.account}:{kind}/{name}"
 
     def quota_share(self, queue: str, name: str) -> str:
         # AWS does not document the format; a share's name is unique within its queue.
@@ -25,9 +31,29 @@ class Arns:
     def service_job(self, job_id: str) -> str:
         return self.batch("service-job", job_id)
 
+    def service_job_id(self, reference: str) -> str | None:
+        """The job id a ``jobId`` names: itself, or the id in a service job's ARN.
+
+        ``None`` for a service job ARN of another partition, account or region,
+        which names no job here. Raises :class:`ValueError` for any other ARN.
+        """
+        if not reference.startswith("arn:"):
+            return reference
+        match = _SERVICE_JOB_ARN.fullmatch(reference)
+        if match is None:
+            raise ValueError(
+                f"{reference} is not a service job ARN; expected {self.service_job('<job id>')}"
+            )
+        here = (match["partition"], match["region"], match["account"]) == (
+            PARTITION,
+            self.region,
+            self.account,
+        )
+        return match["id"] if here else None
+
     def training_job(self, name: str) -> str:
         # SageMaker lowercases names in ARNs.
-        return f"arn:aws:sagemaker:{self.region}:{self.account}:training-job/{name.lower()}"
+        return f"arn:{PARTITION}:sagemaker:{self.region}:{self.account}:training-job/{name.lower()}"
 
 
 def new_id() -> str:

@@ -25,6 +25,7 @@ import fnmatch
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from airflow_quota_provider.checkpoints import checkpoint_interval, checkpoint_uri
 from airflow_quota_provider.emulator.arns import batch_training_job_name
 from airflow_quota_provider.emulator.service_model import SAGEMAKER, service_model
 from airflow_quota_provider.emulator.store import Attempt, ServiceJob, TrainingJob
@@ -87,9 +88,9 @@ def prepare(world: World, job: ServiceJob) -> Launch | str:
     timing = timing_from_tags(tags_of(request))
     if isinstance(timing, str):
         return f"ValidationException: {timing}"
-    uri = (request.get("CheckpointConfig") or {}).get("S3Uri")
+    uri = checkpoint_uri(request)
     saved = world.store.checkpoints.get(uri, 0.0) if uri else 0.0
-    interval = timing.checkpoint_interval if uri else None
+    interval = checkpoint_interval(request)
     return Launch(name, request, timing, interval, min(saved, timing.duration))
 
 

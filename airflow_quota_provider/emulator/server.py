@@ -35,6 +35,7 @@ from airflow_quota_provider.emulator.faults import FaultOptions
 log = logging.getLogger(__name__)
 
 CONTROL_PREFIX = "/_emulator/"
+MIN_PORT, MAX_PORT = 0, 65535
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -132,6 +133,8 @@ class EmulatorServer:
         host: str = "127.0.0.1",
         port: int = 0,
     ) -> None:
+        if not MIN_PORT <= port <= MAX_PORT:
+            raise ValueError(f"port must be from {MIN_PORT} to {MAX_PORT}, got {port}")
         self.emulator = emulator or Emulator()
         self.httpd = EmulatorHTTPServer((host, port), self.emulator)
         self._thread: threading.Thread | None = None

@@ -217,18 +217,25 @@ def terminate(world: World, params: Params) -> Response:
 
 def terminate_many(world: World, params: Params) -> Response:
     successful, errors = [], []
-    for job_id in params["jobs"]:
-        job = world.store.jobs.get(job_id)
-        if job is None:
-            errors.append({"job": job_id, "code": "ClientException", "message": "no such job"})
+    for reference in params["jobs"]:
+        try:
+            job = _job(world, reference, "jobs")
+        except BatchClientError as error:
+            errors.append({"job": reference, "code": error.code, "message": error.message})
             continue
         world.dispatcher.terminate(job, params["reason"])
-        successful.append(job_id)
+        successful.append(reference)
     return {"successful": successful, "errors": errors}
 
 
-def _job(world: World, job_id: str) -> ServiceJob:
-    return found(world.store.jobs.get(job_id), "service job", job_id)
+def _job(world: World, reference: str, member: str = "jobId") -> ServiceJob:
+    """The job a ``jobId`` names: by its id or, as AWS also takes, by its ARN."""
+    try:
+        job_id = world.arns.service_job_id(reference)
+    except ValueError as error:
+        raise BatchClientError(f"{member}: {error}") from None
+    job = world.store.jobs.get(job_id) if job_id is not None else None
+    return found(job, "service job", reference)
 
 
 def _ids(job: ServiceJob) -> Response:

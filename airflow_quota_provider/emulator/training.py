@@ -9,7 +9,8 @@ have passed; or, when stopped, ``Stopping`` for :data:`STOPPING_SECONDS`
 and then ``Stopped``; or, with a capacity error (``--capacity-error-rate``),
 ``Failed`` with SageMaker's ``CapacityError`` at the end of ``Starting``.
 
-Checkpoints: with ``CheckpointConfig.S3Uri`` the work is saved every
+Checkpoints (:mod:`airflow_quota_provider.checkpoints`): with
+``CheckpointConfig.S3Uri`` the work is saved every
 ``emulator:checkpoint-interval-seconds`` (default 300) of training, and a
 later training job with the same URI starts its ``Training`` phase from the
 last save, so a stopped job loses only the work since its checkpoint.
@@ -22,7 +23,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from airflow_quota_provider.checkpoints import CHECKPOINT_INTERVAL_TAG, DEFAULT_CHECKPOINT_INTERVAL
+from airflow_quota_provider.checkpoints import (
+    CHECKPOINT_INTERVAL_TAG,
+    DEFAULT_CHECKPOINT_INTERVAL,
+    checkpoint_uri,
+    request_tags,
+)
 from airflow_quota_provider.core.jobs import checkpointed
 from airflow_quota_provider.emulator.faults import CAPACITY_ERROR
 from airflow_quota_provider.emulator.store import TrainingJob
@@ -101,7 +107,7 @@ def instances_of(request: Mapping[str, Any]) -> dict[str, int] | str:
 
 
 def tags_of(request: Mapping[str, Any]) -> dict[str, str]:
-    return {t["Key"]: t.get("Value", "") for t in request.get("Tags") or ()}
+    return request_tags(request)
 
 
 class TrainingRuntime:
@@ -124,7 +130,6 @@ class TrainingRuntime:
         """A new training job, ``InProgress``/``Starting`` now. ``request`` is already valid."""
         instances = instances_of(request)
         assert isinstance(instances, dict)
-        checkpoint = request.get("CheckpointConfig") or {}
         job = TrainingJob(
             name=name,
             arn=self.world.arns.training_job(name),
@@ -133,7 +138,7 @@ class TrainingRuntime:
             created=self.world.now,
             duration=timing.duration,
             fail_after=timing.fail_after,
-            checkpoint_uri=checkpoint.get("S3Uri"),
+            checkpoint_uri=checkpoint_uri(request),
             checkpoint_interval=timing.checkpoint_interval,
             instances=instances,
             owner=owner,

@@ -20,7 +20,15 @@ from typing import Any
 
 from botocore.model import ListShape, MapShape, Shape, StringShape, StructureShape
 
+from airflow_quota_provider.core.model import MAX_AWS_INTEGER, MIN_AWS_INTEGER
+
 _NUMBER_TYPES = {"integer", "long", "float", "double"}
+_INTEGRAL_RANGES = {
+    "integer": (MIN_AWS_INTEGER, MAX_AWS_INTEGER),
+    "long": (-(2**63), 2**63 - 1),
+}
+"""What AWS's Java front door can read into an ``integer`` or a ``long``; the models
+give a ``min``/``max`` only where the service narrows it, and botocore sends any int."""
 
 
 def problems_of(shape: Shape, value: Any, path: str = "") -> list[str]:
@@ -127,13 +135,25 @@ def _check_number(shape: Shape, value: Any, path: str, problems: list[str]) -> N
             _fail(value, path, f"Member must be {'an integer' if integral else 'a number'}")
         )
         return
-    low, high = shape.metadata.get("min"), shape.metadata.get("max")
+    low, high = _number_range(shape)
     if low is not None and value < low:
         problems.append(
             _fail(value, path, f"Member must have value greater than or equal to {low}")
         )
     if high is not None and value > high:
         problems.append(_fail(value, path, f"Member must have value less than or equal to {high}"))
+
+
+def _number_range(shape: Shape) -> tuple[float | None, float | None]:
+    """The model's ``min`` and ``max``, within what an ``integer``/``long`` can hold."""
+    low, high = shape.metadata.get("min"), shape.metadata.get("max")
+    if shape.type_name not in _INTEGRAL_RANGES:
+        return low, high
+    smallest, largest = _INTEGRAL_RANGES[shape.type_name]
+    return (
+        smallest if low is None else max(low, smallest),
+        largest if high is None else min(high, largest),
+    )
 
 
 def _check_size(shape: Shape, size: int, value: Any, path: str, problems: list[str]) -> None:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any
 
 from airflow.providers.amazon.aws.hooks.base_aws import AwsBaseHook
+from airflow.providers.amazon.aws.utils.connection_wrapper import AwsConnectionWrapper
 
 from airflow_quota_provider.core.model import QueueConfig
 from airflow_quota_provider.core.occupancy import Occupancy, occupancy
@@ -37,9 +39,19 @@ class BatchQuotaHook(AwsBaseHook):
 
     hook_name = "AWS Batch quota shares"
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, endpoint_url: str | None = None, **kwargs: Any) -> None:
+        """:param endpoint_url: the Batch endpoint, overriding the connection's
+        ``endpoint_url`` and the environment's ``AWS_ENDPOINT_URL``."""
         kwargs["client_type"] = "batch"
+        self.endpoint_url = endpoint_url
         super().__init__(*args, **kwargs)
+
+    @cached_property
+    def conn_config(self) -> AwsConnectionWrapper:
+        config = super().conn_config
+        if self.endpoint_url is not None:
+            config.endpoint_url = self.endpoint_url
+        return config
 
     # -- service jobs -------------------------------------------------------------
 

@@ -29,7 +29,7 @@ from airflow_quota_provider.core.config import (
     parse_config,
     update_share,
 )
-from airflow_quota_provider.core.fields import Check, Fields, integer, is_int, number, show
+from airflow_quota_provider.core.fields import Check, Fields, aws_integer, is_int, number, show
 from airflow_quota_provider.core.model import QueueConfig, Resources
 from airflow_quota_provider.exceptions import ConfigError, Problem, ScenarioError
 
@@ -116,7 +116,7 @@ def _job(
     priority = fields.get("priority", check_priority, 0)
     demand = fields.get("demand", _demand_check(config), want="instances per unit, e.g. {gpu: 2}")
     duration = fields.get("duration", _POSITIVE, want="seconds of work")
-    retries = fields.get("preemption_retries", integer(0), None)
+    retries = fields.get("preemption_retries", aws_integer(0), None)
     interval = fields.get("checkpoint_interval", _POSITIVE, None)
     if len(problems) > before:
         return None

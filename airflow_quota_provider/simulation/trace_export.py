@@ -37,7 +37,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from airflow_quota_provider.checkpoints import DEFAULT_CHECKPOINT_INTERVAL, checkpoint_interval
+from airflow_quota_provider.checkpoints import DEFAULT_CHECKPOINT_INTERVAL, described_interval
 from airflow_quota_provider.simulation.figures import duration
 from airflow_quota_provider.simulation.traces import CSV_COLUMNS, CSV_OPTIONAL
 
@@ -83,7 +83,7 @@ def export_jobs(
             export.skipped[reason] += 1
             _hold(export.held, job)
             continue
-        interval = checkpoint_interval(job, default_interval)
+        interval = described_interval(job, default_interval)
         usage = job["capacityUsage"][0]
         retries = (job.get("preemptionConfiguration") or {}).get(
             "preemptionRetriesBeforeTermination"

@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal, TypeVar
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query
 from fastapi.responses import HTMLResponse, Response
 
-from airflow_quota_provider.exceptions import UnknownJob, UnknownQueue
+from airflow_quota_provider.exceptions import AmbiguousJob, UnknownJob, UnknownQueue
 from airflow_quota_provider.sync.errors import AwsCallFailed
 from airflow_quota_provider.view.backend import QuotaBackend
 from airflow_quota_provider.view.model import (
@@ -170,8 +170,10 @@ def _api(router: APIRouter, data: Callable[[], QuotaBackend]) -> None:
         view = _answer(lambda: data().queue(queue))
         return [e for e in view.events if share is None or e.share == share][:limit]
 
-    @router.get(f"{API}/jobs/{{job_id}}", summary="Why a job waits", tags=["GPU Quotas"])
+    # ``:path``: a job's ARN (``...:service-job/<id>``) has a slash.
+    @router.get(f"{API}/jobs/{{job_id:path}}", summary="Why a job waits", tags=["GPU Quotas"])
     def job(job_id: str) -> Explanation:
+        """``job_id``: the job's id, its ARN, or its name if no other job has it."""
         return _answer(lambda: data().explain(job_id))
 
 
@@ -190,6 +192,8 @@ def _answer(call: Callable[[], T]) -> T:
         return call()
     except (UnknownQueue, UnknownJob) as error:
         raise HTTPException(404, str(error)) from error
+    except AmbiguousJob as error:
+        raise HTTPException(409, str(error)) from error
     except AwsCallFailed as error:
         raise HTTPException(502, str(error)) from error
 

@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from airflow_quota_provider.exceptions import UnknownJob, UnknownQueue
+from airflow_quota_provider.exceptions import AmbiguousJob, JobCandidate, UnknownJob, UnknownQueue
 from airflow_quota_provider.hooks.batch import TERMINAL_STATUSES, BatchQuotaHook
 from airflow_quota_provider.hooks.usage import HOLDING_STATUSES, queue_config_from_aws
 from airflow_quota_provider.links.batch_quota import ServiceJobLink
@@ -55,8 +55,12 @@ class QuotaBackend(Protocol):
         """One queue (name or ARN): capacity, shares, waiting and running jobs, preemptions."""
         ...
 
-    def explain(self, job_id: str) -> Explanation:
-        """Why one job waits, what it holds, how it was preempted."""
+    def explain(self, job: str, job_queue: str | None = None) -> Explanation:
+        """Why one job waits, what it holds, how it was preempted.
+
+        :param job: the service job's id, its ARN, or its name when no other job of
+            ``job_queue`` (default: of any queue) has it.
+        """
         ...
 
 
@@ -111,25 +115,60 @@ class BatchBackend:
     def queue(self, name: str) -> QueueView:
         return self._entry(name).view
 
-    def explain(self, job_id: str) -> Explanation:
+    def explain(self, job: str, job_queue: str | None = None) -> Explanation:
         for entry in self._fresh_entries():
-            job = entry.view.job(job_id)
-            if job is not None:
-                return explain(job, entry.view, self._events(entry.jobs[job_id]))
-        described = self._ended.get(job_id)  # an ended job never changes: no second read
-        if described is None:
-            try:
-                with _aws("DescribeServiceJob"):
-                    described = self.hook.describe_service_job(job_id)
-            except AwsCallFailed as error:
-                if error.code == "ClientException":
-                    raise UnknownJob(job_id) from error
-                raise
+            found = entry.view.job(job)
+            if found is not None:
+                return explain(found, entry.view, self._events(entry.jobs[job]))
+        # An ended job never changes: no second read.
+        described = self._ended.get(job) or self._find(job, job_queue)
+        job_id = described["jobId"]
         entry = self._entry(described["jobQueue"])
-        job = entry.view.job(job_id) or job_view(
+        found = entry.view.job(job_id) or job_view(
             described, entry.view.now, {}, False, {}, self._console_url
         )
-        return explain(job, entry.view, self._events(described))
+        return explain(found, entry.view, self._events(described))
+
+    def _find(self, reference: str, job_queue: str | None) -> Mapping[str, Any]:
+        """The described job ``reference`` names: its id or ARN, else its name."""
+        try:
+            return self._read_job(reference)
+        except AwsCallFailed as error:
+            if error.code != "ClientException":
+                raise
+            if reference.startswith("arn:"):
+                raise UnknownJob(reference) from error
+        return self._describe_named(reference, job_queue)
+
+    def _describe_named(self, name: str, job_queue: str | None) -> Mapping[str, Any]:
+        """The one job named ``name`` in ``job_queue`` (default: every queue)."""
+        known = self.queues()
+        if job_queue is None:
+            queues = [q.name for q in known]
+        elif any(job_queue in (q.name, q.arn) for q in known):
+            queues = [job_queue]
+        else:
+            raise UnknownQueue(job_queue, [q.name for q in known])
+        named: list[JobCandidate] = []
+        for queue in queues:
+            by_name = [{"name": "JOB_NAME", "values": [name]}]
+            with _aws("ListServiceJobs"):
+                listed = self.hook.list_service_jobs(queue, filters=by_name)
+            named += [
+                JobCandidate(j["jobId"], str(j.get("status") or ""), queue)
+                for j in listed
+                if j.get("jobName") == name
+            ]
+        if not named:
+            raise UnknownJob(name, queues)
+        if len(named) > 1:
+            raise AmbiguousJob(name, named)
+        return self._read_job(named[0].job_id)
+
+    def _read_job(self, reference: str) -> Mapping[str, Any]:
+        """``DescribeServiceJob`` outside the lock, so not kept with the queue's readings."""
+        with _aws("DescribeServiceJob"):
+            return self.hook.describe_service_job(reference)
 
     # -- reading ------------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from airflow_quota_provider.checkpoints import checkpoint_interval
+from airflow_quota_provider.checkpoints import described_interval
 from airflow_quota_provider.core.jobs import RunningJob
 from airflow_quota_provider.emulator.dispatch import PREEMPTION_HEADLINES
 from airflow_quota_provider.hooks.usage import demand_of
@@ -42,7 +42,7 @@ def preemption_events(
 ) -> list[PreemptionEvent]:
     """The recent preempted attempts of one ``DescribeServiceJob`` answer, oldest first."""
     summary = job.get("preemptionSummary") or {}
-    interval = checkpoint_interval(job, default=None)  # AWS does not say how often
+    interval = described_interval(job)
     demand = demand_of(job)
     events = []
     for attempt in summary.get("recentPreemptedAttempts") or ():

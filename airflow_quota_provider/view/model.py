@@ -34,9 +34,17 @@ class ShareUnit(Occupancy):
 
 @dataclass(frozen=True)
 class ShareView:
+    """One share: how it shares, what it holds per instance type, its jobs.
+
+    ``borrow_limit`` is AWS's percent (-1 unlimited) for a LEND_AND_BORROW share
+    and ``None`` for a LEND or RESERVE one, which never borrows; ``borrowing``
+    says the same in words (``borrow limit 50%``, ``does not borrow``).
+    """
+
     name: str
     strategy: str
-    borrow_limit: int
+    borrow_limit: int | None
+    borrowing: str
     in_share_preemption: bool
     state: str
     units: list[ShareUnit]
@@ -118,8 +126,10 @@ class PreemptionEvent:
 
     ``preemptor`` is the job that caused it when the reason names one (the
     reasons of this provider's engine do; AWS's own do not). ``work_lost``
-    is instance-seconds since the attempt's last checkpoint, or since it
-    started when no checkpoint interval is known (then ``checkpointed`` is false).
+    is instance-seconds since the attempt's last checkpoint (the interval as
+    :mod:`airflow_quota_provider.checkpoints` reads it: the job's tag, else the
+    endpoint's default), or since it started when the job does not checkpoint
+    (no ``CheckpointConfig.S3Uri``; then ``checkpointed`` is false).
     """
 
     job_id: str

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from airflow_quota_provider.core.model import QueueConfig
+from airflow_quota_provider.core.model import UNLIMITED_BORROW, QueueConfig, Share
 from airflow_quota_provider.core.occupancy import Occupancy, occupancy
 from airflow_quota_provider.hooks.usage import HOLDING_STATUSES, demand_of, usage_from_jobs
 from airflow_quota_provider.view.events import preemption_events
@@ -182,7 +182,8 @@ def shares_of(
             ShareView(
                 name=share.name,
                 strategy=share.sharing.value,
-                borrow_limit=share.borrow_limit,
+                borrow_limit=share.borrow_limit if share.sharing.borrows else None,
+                borrowing=borrowing(share),
                 in_share_preemption=share.in_share_preemption,
                 state=share.state.value,
                 units=units,
@@ -192,3 +193,12 @@ def shares_of(
             )
         )
     return result
+
+
+def borrowing(share: Share) -> str:
+    """How far ``share`` may borrow, in words; only LEND_AND_BORROW shares borrow at all."""
+    if not share.sharing.borrows:
+        return "does not borrow"
+    if share.borrow_limit == UNLIMITED_BORROW:
+        return "borrow limit unlimited"
+    return f"borrow limit {share.borrow_limit}%"

@@ -58,9 +58,8 @@ def status_lines(view: QueueView, style: Style) -> list[str]:
 
 
 def share_lines(view: QueueView, share: ShareView, style: Style) -> list[str]:
-    limit = "unlimited" if share.borrow_limit < 0 else f"{share.borrow_limit}%"
     head = (
-        f"share {share.name}: {share.strategy}, borrow limit {limit}, {share.state}; "
+        f"share {share.name}: {share.strategy}, {share.borrowing}, {share.state}; "
         f"{share.running} running, {share.waiting} waiting"
     )
     rows = [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 
@@ -9,7 +10,7 @@ import pytest
 
 from airflow_quota_provider.cli import main
 from airflow_quota_provider.cli.emulator import parse_limits
-from airflow_quota_provider.emulator import local_endpoint
+from airflow_quota_provider.emulator import EmulatorServer, local_endpoint
 from tests.emulator.conftest import P4D, TWO_SHARES, make_client
 
 CONFIG = """\
@@ -75,3 +76,54 @@ def test_local_endpoint_yields_a_url_and_stops_cleanly():
         assert batch.describe_job_queues()["jobQueues"][0]["jobQueueName"] == "ml-training"
     with pytest.raises(Exception):  # noqa: B017 - any connection error: the server is gone
         make_client(url, "batch", connect_timeout=1).describe_job_queues()
+
+
+@pytest.mark.parametrize(
+    ("port", "message"),
+    [
+        ("99999", "must be from 0 to 65535 (0 picks a free port), got 99999"),
+        ("65536", "must be from 0 to 65535 (0 picks a free port), got 65536"),
+        ("-1", "must be from 0 to 65535 (0 picks a free port), got -1"),
+        ("http", "must be a whole number from 0 to 65535, got 'http'"),
+    ],
+)
+def test_a_port_out_of_range_is_an_argument_error(port, message, capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(["emulator", "--port", port])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.splitlines()[-1] == f"airflow-quota emulator: error: argument --port: {message}"
+
+
+def test_a_port_in_use_is_one_line_without_a_traceback(tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        state = tmp_path / "state.sqlite"
+        command = [sys.executable, "-m", "airflow_quota_provider.cli", "emulator"]
+        done = subprocess.run(
+            [*command, "--port", str(port), "--state", str(state)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == (
+        f"cannot listen on 127.0.0.1:{port}: Address already in use "
+        "(another process listens there: choose another --port, or --port 0 for a free one)\n"
+    )
+
+
+def test_an_address_this_machine_does_not_have(capsys):
+    # 192.0.2.0/24 is reserved for documentation: no interface here has it, and binding
+    # to it fails at once without sending anything.
+    assert main(["emulator", "--host", "192.0.2.1", "--port", "0"]) == 1
+    assert capsys.readouterr().err == (
+        "cannot listen on 192.0.2.1:0: Cannot assign requested address\n"
+    )
+
+
+def test_the_library_server_refuses_a_port_out_of_range():
+    with pytest.raises(ValueError, match=r"^port must be from 0 to 65535, got 70000$"):
+        EmulatorServer(port=70000)

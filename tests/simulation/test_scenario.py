@@ -104,3 +104,16 @@ def test_config_problems_come_with_the_scenario_problems() -> None:
         "jobs[0].demand: is required (instances per unit, e.g. {gpu: 2})",
         "jobs[0].duration: is required (seconds of work)",
     ]
+
+
+def test_counts_aws_keeps_in_32_bits_are_refused_past_them() -> None:
+    beyond = "(larger than an AWS Integer, 32 bits)"
+    assert problems({**BASE, "capacity": {"gpu": 8, "cpu": 2**31}}) == [
+        f"capacity.cpu: must be an integer from 1 to 2147483647, got 2147483648 {beyond}"
+    ]
+    job = {"id": "a1", "share": "nlp", "demand": {"gpu": 2**31}, "duration": 1}
+    assert problems({**BASE, "jobs": [{**job, "preemption_retries": 2**31}]}) == [
+        f"jobs[0].demand.gpu: must be an integer from 1 to 2147483647, got 2147483648 {beyond}",
+        "jobs[0].preemption_retries: must be an integer from 0 to 2147483647, "
+        f"got 2147483648 {beyond}",
+    ]

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from airflow_quota_provider.checkpoints import checkpoint_interval
+from airflow_quota_provider.checkpoints import described_interval
 from airflow_quota_provider.simulation.trace_export import export_jobs, work_done
 
 
@@ -97,13 +97,13 @@ def test_work_is_the_last_run_plus_what_earlier_attempts_kept(
 
 
 def test_the_checkpoint_interval_is_the_tag_or_the_default_when_the_job_checkpoints() -> None:
-    assert checkpoint_interval(checkpointing("120"), 300.0) == 120.0
-    assert checkpoint_interval(checkpointing("120", payload_tag=True), 300.0) == 120.0
-    assert checkpoint_interval(checkpointing(), 300.0) == 300.0
-    assert checkpoint_interval(checkpointing("soon"), 300.0) == 300.0
-    assert checkpoint_interval(checkpointing("0"), None) is None
-    assert checkpoint_interval({"serviceRequestPayload": "{}", "tags": {}}, 300.0) is None
-    assert checkpoint_interval({"serviceRequestPayload": "not json"}, 300.0) is None
+    assert described_interval(checkpointing("120"), 300.0) == 120.0
+    assert described_interval(checkpointing("120", payload_tag=True), 300.0) == 120.0
+    assert described_interval(checkpointing(), 300.0) == 300.0
+    assert described_interval(checkpointing("soon"), 300.0) == 300.0
+    assert described_interval(checkpointing("0"), None) is None
+    assert described_interval({"serviceRequestPayload": "{}", "tags": {}}, 300.0) is None
+    assert described_interval({"serviceRequestPayload": "not json"}, 300.0) is None
 
 
 def test_a_checkpointing_job_writes_its_interval_and_the_work_it_kept() -> None:

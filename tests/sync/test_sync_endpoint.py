@@ -269,3 +269,31 @@ def test_an_airflow_connection_names_the_endpoint(bare_endpoint, tmp_path, capsy
         "Apply complete: 5 changes made.",
     )
     assert set(shares(bare_endpoint)) == {"nlp", "vision"}
+
+
+PAST_32_BITS = f"""\
+job_queue: {QUEUE}
+capacity: {{{P4D}: 2147483648}}
+shares:
+  - {{name: nlp, capacity: {{{P4D}: 8}}, borrow_limit: 2147483648}}
+"""
+
+
+@pytest.mark.parametrize("command", ["plan", "apply"])
+def test_counts_past_an_aws_integer_are_refused_before_any_call(
+    bare_endpoint, tmp_path, capsys, command
+):
+    path = write(tmp_path, PAST_32_BITS)
+    code, out, err = run(capsys, bare_endpoint, command, path)
+    beyond = "(larger than an AWS Integer, 32 bits)"
+    assert (code, out, err.splitlines()) == (
+        1,
+        "",
+        [
+            f"{path}: capacity.{P4D}: must be an integer from 1 to 2147483647, "
+            f"got 2147483648 {beyond}",
+            f"{path}: shares[0].borrow_limit: must be an integer from -1 to 2147483647 "
+            f"(-1 = unlimited), got 2147483648 {beyond}",
+        ],
+    )
+    assert bare_endpoint.stats()["requests"] == 0

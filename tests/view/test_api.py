@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from tests.emulator.conftest import G5, P4D, QUEUE, Endpoint
+from tests.emulator.conftest import G5, P4D, QUEUE, Endpoint, submit
 from tests.view.conftest import PASSWORD, USER, Story
 
 pytestmark = pytest.mark.usefixtures("aws_env")
@@ -182,7 +182,26 @@ def test_unknown_queue_and_job_are_404_with_what_exists(authed: TestClient, stor
     }
     job = authed.get("/quota/api/v1/jobs/no-such-job")
     assert job.status_code == 404
-    assert job.json() == {"detail": "service job 'no-such-job' does not exist"}
+    assert job.json() == {
+        "detail": f"service job 'no-such-job' does not exist: no job of job queue {QUEUE} "
+        "has that id, ARN or name"
+    }
+
+
+def test_a_job_by_its_arn_or_name_and_an_ambiguous_name(
+    authed: TestClient, story: Story, endpoint: Endpoint
+) -> None:
+    arn = f"arn:aws:batch:us-east-1:123456789012:service-job/{story.v2}"
+    for reference in (arn, "v2"):
+        found = authed.get(f"/quota/api/v1/jobs/{reference}")
+        assert (found.status_code, found.json()["job"]["job_id"]) == (200, story.v2)
+    twin = submit(endpoint.batch, "nlp", 1, name="v2")
+    answer = authed.get("/quota/api/v1/jobs/v2")
+    assert answer.status_code == 409
+    assert answer.json() == {
+        "detail": "2 service jobs are named 'v2'; give the id (or ARN) of one: "
+        f"{twin} (SUBMITTED, job queue {QUEUE}); {story.v2} (RUNNABLE, job queue {QUEUE})"
+    }
 
 
 def test_bad_filter_names_the_field(authed: TestClient, story: Story) -> None:

@@ -92,7 +92,8 @@ def test_unknown_queue_and_job_exit_1_saying_what_exists(story: Story) -> None:
     done = run("explain", "no-such-job")
     assert (done.returncode, done.stderr) == (
         1,
-        "error: service job 'no-such-job' does not exist\n",
+        f"error: service job 'no-such-job' does not exist: no job of job queue {QUEUE} has "
+        "that id, ARN or name\n",
     )
 
 

@@ -96,9 +96,8 @@ const pct = (part, whole) => (whole > 0 ? Math.min(100, (100 * part) / whole) : 
 function drawShares(shares, capacity) {
   const total = Object.fromEntries(capacity.map((c) => [c.unit, c.capacity]));
   $("shares").replaceChildren(...shares.map((share) => {
-    const limit = share.borrow_limit < 0 ? "unlimited" : `${share.borrow_limit}%`;
     const head = el("h3", {}, share.name, " ",
-      el("span", { class: "muted" }, `${share.strategy}, borrow limit ${limit}${share.state !== "ENABLED" ? ", " + share.state : ""}`));
+      el("span", { class: "muted" }, `${share.strategy}, ${share.borrowing}${share.state !== "ENABLED" ? ", " + share.state : ""}`));
     const units = share.units.map((u) => el("div", { class: "unit", "data-unit": u.unit },
       el("div", {}, u.unit),
       el("div", { class: "bar", title: `owned ${u.owned}` },
