@@ -19,6 +19,7 @@ import sys
 from typing import Any
 
 from airflow_quota_provider.config_file import load_config
+from airflow_quota_provider.core.model import Backend
 from airflow_quota_provider.exceptions import ConfigError
 from airflow_quota_provider.pool_manager.fleet import Fleet
 from airflow_quota_provider.pool_manager.gateway import AirflowGateway, Credentials
@@ -79,6 +80,13 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as error:
         for problem in error.problems:
             print(f"{args.config}: {problem}", file=sys.stderr)
+        return 1
+    if config.backend is not Backend.AIRFLOW_POOLS:
+        print(
+            f"{args.config}: backend: the pool manager runs a config with backend: "
+            f"{Backend.AIRFLOW_POOLS.value}; this one's is {config.backend.value}",
+            file=sys.stderr,
+        )
         return 1
     try:
         url, credentials = _connection(args)

@@ -27,6 +27,7 @@ import re
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Final
 
+from airflow_quota_provider.core.backend_config import parse_backend
 from airflow_quota_provider.core.fields import (
     Check,
     Fields,
@@ -44,6 +45,7 @@ from airflow_quota_provider.core.model import (
     MAX_UNITS_PER_SHARE,
     MIN_PRIORITY,
     UNLIMITED_BORROW,
+    Backend,
     IdleAssignment,
     QueueConfig,
     Share,
@@ -54,12 +56,14 @@ from airflow_quota_provider.core.model import (
 from airflow_quota_provider.exceptions import ConfigError, Problem
 
 QUEUE_KEYS: Final = (
+    "backend",
     "job_queue",
     "capacity",
     "idle_assignment",
     "min_runtime_seconds",
     "victim_order",
     "shares",
+    "pools",
 )
 SHARE_KEYS: Final = (
     "name",
@@ -112,6 +116,9 @@ def parse_config(
     min_runtime = fields.get("min_runtime_seconds", _SECONDS, None)
     victims = fields.get("victim_order", choice(VictimOrder), VictimOrder.MOST_RECENT.value)
     shares = _shares(data, queue, problems)
+    named = [i.get("name") for i in data.get("shares") or () if isinstance(i, Mapping)]
+    names = [name for name in named if isinstance(name, str)]
+    backend, pools = parse_backend(data, names, sorted(queue or {}), problems)
     if problems or queue is None:
         raise ConfigError(problems, source)
     return QueueConfig(
@@ -121,6 +128,8 @@ def parse_config(
         idle_assignment=IdleAssignment(idle),
         min_runtime_seconds=_seconds(min_runtime),
         victim_order=VictimOrder(victims),
+        backend=backend,
+        pools=pools,
     )
 
 
@@ -203,6 +212,10 @@ def config_to_dict(config: QueueConfig) -> dict[str, Any]:
     if config.min_runtime_seconds is not None:
         data["min_runtime_seconds"] = _plain(config.min_runtime_seconds)
     data["shares"] = [_share_to_dict(share) for share in config.shares]
+    if config.backend is not Backend.AWS_BATCH:
+        data["backend"] = config.backend.value
+    if config.pools:
+        data["pools"] = {share: dict(units) for share, units in config.pools.items()}
     return data
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 Resources = Mapping[str, int]
 """Instances per unit, e.g. ``{"ml.p4d.24xlarge": 2}``."""
@@ -76,6 +76,17 @@ class VictimOrder(str, enum.Enum):
     LEAST_WORK_LOST = "least_work_lost"
 
 
+class Backend(str, enum.Enum):
+    """Who schedules a config's shares.
+
+    ``aws_batch``: AWS Batch (the provider submits, watches, explains and syncs
+    the config); ``airflow_pools``: the pool manager, through Airflow pools.
+    """
+
+    AWS_BATCH = "aws_batch"
+    AIRFLOW_POOLS = "airflow_pools"
+
+
 @dataclass(frozen=True)
 class Share:
     """One quota share of a job queue."""
@@ -116,6 +127,10 @@ class QueueConfig:
     idle_assignment: IdleAssignment = IdleAssignment.FIFO
     min_runtime_seconds: float | None = None
     victim_order: VictimOrder = VictimOrder.MOST_RECENT
+    backend: Backend = Backend.AWS_BATCH
+    pools: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    """With ``airflow_pools``: the Airflow pool of a share's unit, ``pools[share][unit]``,
+    where the config names one (others get the default name)."""
     _by_name: dict[str, Share] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -146,11 +161,4 @@ class QueueConfig:
         shares = [share if s.name == share.name else s for s in self.shares]
         if share.name not in self._by_name:
             shares.append(share)
-        return QueueConfig(
-            job_queue=self.job_queue,
-            capacity=self.capacity,
-            shares=tuple(shares),
-            idle_assignment=self.idle_assignment,
-            min_runtime_seconds=self.min_runtime_seconds,
-            victim_order=self.victim_order,
-        )
+        return replace(self, shares=tuple(shares))

@@ -11,14 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
+from airflow_quota_provider.core.backend_config import default_pool
 from airflow_quota_provider.core.model import QueueConfig
-
-DEFAULT_POOL_NAME = "quota-{share}-{unit}"
-"""The pool of a share's unit when the config names none, e.g. ``quota-nlp-gpu``."""
-
-
-def default_pool(share: str, unit: str) -> str:
-    return DEFAULT_POOL_NAME.format(share=share, unit=unit)
 
 
 @dataclass(frozen=True)
@@ -29,12 +23,14 @@ class Fleet:
     shares: Mapping[str, tuple[str, str]]
 
     @classmethod
-    def of(cls, config: QueueConfig, names: Mapping[tuple[str, str], str] | None = None) -> Fleet:
+    def of(cls, config: QueueConfig) -> Fleet:
         """Every share's every unit of the queue (a share may borrow a unit it owns none of),
-        in the pool ``names`` gives or the default one."""
-        names = names or {}
+        in the pool the config names or the default one."""
         shares = {
-            names.get((share.name, unit)) or default_pool(share.name, unit): (share.name, unit)
+            config.pools.get(share.name, {}).get(unit) or default_pool(share.name, unit): (
+                share.name,
+                unit,
+            )
             for share in config.shares
             for unit in config.capacity
         }

@@ -24,7 +24,7 @@ from typing import Any, Final
 from airflow_quota_provider.config_file import load_mapping
 from airflow_quota_provider.core.config import parse_config
 from airflow_quota_provider.core.fields import Check, Fields, is_int, show
-from airflow_quota_provider.core.model import QueueConfig
+from airflow_quota_provider.core.model import Backend, QueueConfig
 from airflow_quota_provider.exceptions import ConfigError, Problem
 
 NAME_KEYS: Final = ("service_environment", "scheduling_policy", "job_queue_priority")
@@ -68,6 +68,15 @@ def parse_target(data: Mapping[str, Any], source: str | None = None) -> SyncTarg
     except ConfigError as error:
         # The config's own problems come first: they are usually the ones to fix.
         problems[:0] = error.problems
+    if config is not None and config.backend is not Backend.AWS_BATCH:
+        problems.append(
+            Problem(
+                "backend",
+                f"plan and apply sync a config to AWS Batch; this one's backend is "
+                f"{config.backend.value}, whose pools airflow-quota pool-manager creates "
+                f"and keeps in line",
+            )
+        )
     if problems or config is None:
         raise ConfigError(problems, source)
     return SyncTarget(

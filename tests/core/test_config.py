@@ -39,7 +39,10 @@ UNIT_RULE = (
 SHARE_KEYS = (
     "name, capacity, sharing, borrow_limit, in_share_preemption, state, weight, min_runtime_seconds"
 )
-QUEUE_KEYS = "job_queue, capacity, idle_assignment, min_runtime_seconds, victim_order, shares"
+QUEUE_KEYS = (
+    "backend, job_queue, capacity, idle_assignment, min_runtime_seconds, victim_order, shares, "
+    "pools"
+)
 
 BASE: dict[str, Any] = {
     "job_queue": "ml-training",

@@ -105,3 +105,24 @@ def test_the_manager_waits_with_growing_delays_while_airflow_is_away_and_never_l
     assert "retrying in 0.2 s" in warnings[1]
     assert all("s3cret-pw" not in w for w in warnings)
     assert "password=***" in repr(gateway.credentials)
+
+
+def test_a_config_for_aws_batch_is_not_run_by_the_pool_manager(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    config = str(HERE.parents[1] / "dags" / "quota.yaml")
+    code = main(["pool-manager", "--config", config, "--api-url", "http://x", "--username", "u"])
+    assert code == 1
+    assert capsys.readouterr().err == (
+        f"{config}: backend: the pool manager runs a config with backend: airflow_pools; "
+        "this one's is aws_batch\n"
+    )
+
+
+def test_plan_does_not_sync_a_pools_fleet_to_aws_batch(capsys: pytest.CaptureFixture[str]) -> None:
+    config = str(HERE / "fleet.yaml")
+    assert main(["plan", config]) == 1
+    assert capsys.readouterr().err == (
+        f"{config}: backend: plan and apply sync a config to AWS Batch; this one's backend is "
+        "airflow_pools, whose pools airflow-quota pool-manager creates and keeps in line\n"
+    )

@@ -3,7 +3,10 @@ reasons. Tables with whole-object expectations; messages checked word for word."
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from airflow_quota_provider.core import PreemptionKind, WaitCode
+from airflow_quota_provider.core.model import Backend
 from airflow_quota_provider.pool_manager.decide import (
     History,
     PoolPlan,
@@ -16,13 +19,17 @@ from airflow_quota_provider.pool_manager.fleet import Fleet
 from airflow_quota_provider.pool_manager.tasks import PoolTask, TaskKey, TaskState
 from tests.core.builders import queue, share
 
-CONFIG = queue(
-    share("nlp").capacity(gpu=8).lend_and_borrow().in_share_preemption(),
-    share("vision").capacity(gpu=8).lend_and_borrow(limit=100),
-    share("eval").capacity(gpu=0).lend(),
-    gpu=16,
+CONFIG = replace(
+    queue(
+        share("nlp").capacity(gpu=8).lend_and_borrow().in_share_preemption(),
+        share("vision").capacity(gpu=8).lend_and_borrow(limit=100),
+        share("eval").capacity(gpu=0).lend(),
+        gpu=16,
+    ),
+    backend=Backend.AIRFLOW_POOLS,
+    pools={"vision": {"gpu": "vision-gpus"}},
 )
-FLEET = Fleet.of(CONFIG, {("vision", "gpu"): "vision-gpus"})
+FLEET = Fleet.of(CONFIG)
 NLP, VISION = "quota-nlp-gpu", "vision-gpus"
 
 

@@ -62,8 +62,9 @@ def test_the_names_can_be_given():
             Problem(
                 "service_enviroment",
                 "unknown key service_enviroment (did you mean service_environment?); allowed "
-                "keys: job_queue, capacity, idle_assignment, min_runtime_seconds, victim_order, "
-                "shares, service_environment, scheduling_policy, job_queue_priority",
+                "keys: backend, job_queue, capacity, idle_assignment, min_runtime_seconds, "
+                "victim_order, shares, pools, service_environment, scheduling_policy, "
+                "job_queue_priority",
             ),
         ),
     ],
