@@ -26,7 +26,7 @@ the numbers for every task left waiting.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from airflow_quota_provider.core import (
@@ -38,6 +38,7 @@ from airflow_quota_provider.core import (
     RunningJob,
     Wait,
     WaitingJob,
+    WaitingReasons,
     settle,
 )
 from airflow_quota_provider.core.admission import check_fits_ever
@@ -121,24 +122,29 @@ def decide(
     history = history or {}
     by_id: dict[str, PoolTask] = {}
     holders: list[PoolTask] = []
-    waiting: list[PoolTask] = []
+    waiting: list[tuple[str, PoolTask]] = []
     refused: list[Refusal] = []
+    fits: dict[tuple[str, int], bool] = {}
     for task in tasks:
         if task.pool not in fleet.shares:
             continue
-        by_id[str(task.key)] = task
+        job_id = str(task.key)
+        by_id[job_id] = task
         if task.state.holds:
             holders.append(task)
         elif task.state is TaskState.SCHEDULED:
-            refusal = _never_fits(fleet, task)
+            size = (task.pool, task.slots)
+            if size not in fits:
+                fits[size] = _never_fits(fleet, task) is None
+            refusal = None if fits[size] else _never_fits(fleet, task)
             if refusal is None:
-                waiting.append(task)
+                waiting.append((job_id, task))
             else:
                 refused.append(refusal)
     state = QueueState.from_jobs(
         fleet.config,
         _running(fleet, holders, now, history),
-        (_waiting(fleet, task, history.get(task.key, NO_HISTORY)) for task in waiting),
+        (_waiting(fleet, job_id, task, history) for job_id, task in waiting),
     )
     applier = _Recorder(fleet, by_id)
     settled = settle(state, now, applier)
@@ -149,15 +155,35 @@ def decide(
             slots[task.pool] += task.slots
     for start in applier.starts:
         slots[start.pool] += start.slots
-    reasons = settled.decisions.waiting
     return PoolPlan(
         slots=slots,
         start=tuple(applier.starts),
         stop=tuple(applier.stops),
         refuse=tuple(refused),
-        waiting={by_id[job_id].key: reasons[job_id] for job_id in reasons},
+        waiting=TaskReasons(settled.decisions.waiting, by_id),
         recheck_at=settled.decisions.recheck_at,
     )
+
+
+class TaskReasons(Mapping[TaskKey, Wait]):
+    """Why each task waits, by task key, in dispatch order per share; messages are made
+    when read (a cycle over 10,000 waiting tasks does not format 10,000 of them)."""
+
+    def __init__(self, reasons: WaitingReasons, tasks: Mapping[str, PoolTask]) -> None:
+        self._reasons = reasons
+        self._tasks = tasks
+
+    def __getitem__(self, key: TaskKey) -> Wait:
+        return self._reasons[str(key)]
+
+    def __iter__(self) -> Iterator[TaskKey]:
+        return (self._tasks[job_id].key for job_id in self._reasons)
+
+    def __len__(self) -> int:
+        return len(self._reasons)
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, TaskKey) and str(key) in self._reasons
 
 
 def _never_fits(fleet: Fleet, task: PoolTask) -> Refusal | None:
@@ -207,10 +233,13 @@ def _running(
     return jobs
 
 
-def _waiting(fleet: Fleet, task: PoolTask, past: History) -> WaitingJob:
+def _waiting(
+    fleet: Fleet, job_id: str, task: PoolTask, history: Mapping[TaskKey, History]
+) -> WaitingJob:
     share_name, unit = fleet.shares[task.pool]
+    past = history.get(task.key, NO_HISTORY) if history else NO_HISTORY
     return WaitingJob(
-        str(task.key),
+        job_id,
         share_name,
         {unit: task.slots},
         task.priority_weight,
