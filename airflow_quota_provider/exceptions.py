@@ -1,15 +1,22 @@
 """Errors raised by airflow-quota-provider.
 
+A ``permanent`` error is one no retry can change: an Airflow task raising it
+fails at once, retries unused (:mod:`airflow_quota_provider.refusals` raises an
+``AirflowFailException`` from it, so that this module imports no Airflow). Every
+error survives pickling with its fields.
+
 ::
 
     QuotaError                      base of everything raised here
     ├── ConfigError(ValueError)     a quota config is invalid; .problems lists every one
     ├── ScenarioError(ValueError)   a scenario or trace file is invalid; .problems as above
-    ├── AdmissionRefused            a job can never run in its share; .code, .message
-    │   ├── ShareUnavailable        the share does not exist or is DISABLED; .share, .job_queue
+    ├── AdmissionRefused            a job can never run in its share; .code, .message (permanent)
+    │   ├── ShareUnavailable        the share does not exist (permanent) or is DISABLED;
+    │   │                           .share, .job_queue
     │   ├── CannotFit               more instances than the share could ever hold; .demand, .limits
     │   └── InvalidPriority(ValueError)  outside 0..9999; .priority
     ├── InvalidTrainingConfig(ValueError)  not a valid CreateTrainingJob request; .problems
+    │                               (permanent)
     └── ServiceJobError             a submitted service job did not succeed; .job_id, .status_reason
         ├── ServiceJobFailed        it ended FAILED; .failure_reason (SageMaker's)
         │   └── PreemptionRetriesExhausted  FAILED after its last allowed preemption
@@ -26,6 +33,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
+
+_SHARE_DISABLED = "SHARE_DISABLED"
+"""``RefusalCode.SHARE_DISABLED`` (:mod:`airflow_quota_provider.core.reasons`); the core's
+package imports this module, so this one cannot import the core."""
 
 
 @dataclass(frozen=True)
@@ -40,7 +52,26 @@ class Problem:
 
 
 class QuotaError(Exception):
-    """Base of all errors of this package."""
+    """Base of all errors of this package.
+
+    ``permanent``: no retry can succeed (a task raising it fails at once; see
+    :mod:`airflow_quota_provider.refusals`). Every error pickles with its fields
+    (Airflow sends exceptions between processes), whatever its constructor takes.
+    """
+
+    permanent: bool = False
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild, (type(self), self.args, dict(self.__dict__)))
+
+
+def _rebuild(kind: type[QuotaError], args: tuple[Any, ...], fields: dict[str, Any]) -> QuotaError:
+    """An unpickled error: its message and fields as they were, its ``__init__`` not run again
+    (each class's takes other arguments than the message it passes on)."""
+    error = kind.__new__(kind, *args)
+    error.args = args
+    error.__dict__.update(fields)
+    return error
 
 
 class _ProblemsError(QuotaError, ValueError):
@@ -74,6 +105,8 @@ class AdmissionRefused(QuotaError):
     :param code: a :class:`~airflow_quota_provider.core.reasons.RefusalCode` value.
     """
 
+    permanent = True
+
     def __init__(self, job_id: str, code: str, message: str) -> None:
         self.job_id = job_id
         self.code = code
@@ -82,12 +115,16 @@ class AdmissionRefused(QuotaError):
 
 
 class ShareUnavailable(AdmissionRefused):
-    """The quota share does not exist in the job queue, or is DISABLED."""
+    """The quota share does not exist in the job queue, or is DISABLED.
+
+    Only a missing share is ``permanent``: a DISABLED one may be enabled again.
+    """
 
     def __init__(self, job_name: str, code: str, message: str, share: str, job_queue: str) -> None:
         self.share = share
         self.job_queue = job_queue
         super().__init__(job_name, code, message)
+        self.permanent = code != _SHARE_DISABLED
 
 
 class CannotFit(AdmissionRefused):
@@ -120,6 +157,8 @@ class InvalidPriority(AdmissionRefused, ValueError):
 
 class InvalidTrainingConfig(QuotaError, ValueError):
     """``training_config`` is not a valid SageMaker ``CreateTrainingJob`` request."""
+
+    permanent = True
 
     def __init__(self, problems: Sequence[str]) -> None:
         self.problems = tuple(problems)

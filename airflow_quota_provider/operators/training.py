@@ -21,6 +21,7 @@ from airflow_quota_provider.hooks.batch import TERMINAL_STATUSES, BatchQuotaHook
 from airflow_quota_provider.hooks.submission import TaskIdentity, build_request, check_admission
 from airflow_quota_provider.links.batch_quota import ServiceJobLink, TrainingJobLink
 from airflow_quota_provider.operators.worker_wait import wait_in_worker
+from airflow_quota_provider.refusals import failing_at_once
 from airflow_quota_provider.triggers.events import ServiceJobEvent
 from airflow_quota_provider.triggers.progress import JobWatch, outcome_of, preemptions_of
 from airflow_quota_provider.triggers.service_job import ServiceJobTrigger
@@ -47,9 +48,12 @@ class QuotaTrainingOperator(AwsBaseOperator[BatchQuotaHook]):
 
     The job is submitted with a ``clientToken`` derived from the task
     instance (dag, task, run, map index), so a retried task reattaches to the
-    job it submitted before. Returns (XCom) a dict with ``job_id``,
-    ``job_arn``, ``status``, ``attempts``, ``preemptions``,
-    ``training_job_arns``, ``queued_seconds`` and ``run_seconds``.
+    job it submitted before. A request that could never run (an invalid
+    ``training_config`` or priority, a share that does not exist, more instances
+    than the share could ever hold) fails the task before anything is submitted,
+    without retries (:class:`~airflow_quota_provider.refusals.RequestRefused`).
+    Returns (XCom) a dict with ``job_id``, ``job_arn``, ``status``, ``attempts``,
+    ``preemptions``, ``training_job_arns``, ``queued_seconds`` and ``run_seconds``.
 
     :param job_queue: the Batch job queue (name or ARN). (templated)
     :param quota_share: the quota share to run in. (templated)
@@ -148,7 +152,8 @@ class QuotaTrainingOperator(AwsBaseOperator[BatchQuotaHook]):
         self.job_id: str | None = None
 
     def execute(self, context: Context) -> dict[str, Any]:
-        submitted = self._submit(context)
+        with failing_at_once():
+            submitted = self._submit(context)
         self.job_id = job_id = submitted["jobId"]
         ServiceJobLink.persist(
             context, self, self.hook.conn_region_name, self.hook.conn_partition, job_id=job_id

@@ -12,6 +12,7 @@ from airflow.sdk import conf
 
 from airflow_quota_provider.hooks.batch import BatchQuotaHook
 from airflow_quota_provider.hooks.submission import check_demand
+from airflow_quota_provider.refusals import failing_at_once
 from airflow_quota_provider.triggers.capacity import QuotaCapacityTrigger, shortfall
 
 if TYPE_CHECKING:
@@ -24,7 +25,9 @@ class QuotaCapacitySensor(AwsBaseSensor[BatchQuotaHook]):
 
     Fails at once (``ShareUnavailable``, ``CannotFit``, ``AdmissionRefused``) if
     the share does not exist or is DISABLED, or ``capacity`` is not instances
-    per type of the queue or more than the share could ever hold.
+    per type of the queue or more than the share could ever hold; without
+    retries (:class:`~airflow_quota_provider.refusals.RequestRefused`) except for
+    a DISABLED share, which may be enabled again.
 
     :param job_queue: the Batch job queue (name or ARN). (templated)
     :param quota_share: the share that would run the work. (templated)
@@ -61,7 +64,8 @@ class QuotaCapacitySensor(AwsBaseSensor[BatchQuotaHook]):
     def execute(self, context: Context) -> Any:
         # A missing, DISABLED or too small share would keep the sensor waiting forever.
         config = self.hook.queue_config(self.job_queue)
-        check_demand(config, self.quota_share, self.capacity, 0, self.task_id)
+        with failing_at_once():
+            check_demand(config, self.quota_share, self.capacity, 0, self.task_id)
         if not self.deferrable or self.poke(context):
             return super().execute(context)
         self.defer(

@@ -32,6 +32,12 @@ with DAG({dag_id!r}, schedule=None, start_date=START, catchup=False) as dag:
 
 def run_task(dag_id: str, **options: Any) -> tuple[str, Any]:
     """Run one training task (``train``) in ``dag.test()``; its final state and its XCom."""
+    ti = run_task_instance(dag_id, **options)
+    return ti.state, ti.xcom_pull(task_ids="train") if ti.state == "success" else None
+
+
+def run_task_instance(dag_id: str, **options: Any) -> Any:
+    """Run one training task (``train``) in ``dag.test()``; its task instance at the end."""
     settings = {
         "job_queue": QUEUE,
         "quota_share": "nlp",
@@ -42,7 +48,7 @@ def run_task(dag_id: str, **options: Any) -> tuple[str, Any]:
     }
     source = DAG_FILE.format(options=json.dumps(settings), dag_id=dag_id)
     (ti,) = run_dag_file(dag_id, source).get_task_instances()
-    return ti.state, ti.xcom_pull(task_ids="train") if ti.state == "success" else None
+    return ti
 
 
 def jobs_of(endpoint: Endpoint) -> list[dict[str, Any]]:
@@ -116,18 +122,20 @@ BAD_CONFIG = {**training_payload(1), "ResourceConfg": {}}
     ],
     ids=["bad priority", "unknown share", "cannot fit", "invalid training_config"],
 )
-def test_invalid_requests_fail_before_anything_is_submitted(
+def test_invalid_requests_fail_before_anything_is_submitted_without_retries(
     endpoint: Endpoint,
     capsys: pytest.CaptureFixture[str],
     options: dict[str, Any],
     error: str,
     words: str,
 ) -> None:
-    state, _ = run_task("invalid", **options)
-    assert state == "failed"
+    # No retry could make these succeed: the task fails at its first try, retries unused.
+    ti = run_task_instance("invalid", retries=3, **options)
     log = capsys.readouterr().out
-    assert error in log
+    assert (ti.state, ti.try_number, ti.max_tries) == ("failed", 1, 3), log[-3000:]
+    assert f"RequestRefused: {error}: " in log
     assert words in log
+    assert "up_for_retry" not in log.lower()
     assert jobs_of(endpoint) == []
 
 
@@ -140,10 +148,11 @@ def test_a_disabled_share_fails_before_submitting(
         if s["quotaShareName"] == "nlp"
     ]
     endpoint.batch.update_quota_share(quotaShareArn=share["quotaShareArn"], state="DISABLED")
-    state, _ = run_task("disabled")
-    assert state == "failed"
+    # The share may be enabled again, so the task is retried as for any other error.
+    ti = run_task_instance("disabled", retries=1)
+    assert (ti.state, ti.try_number) == ("failed", 2)
     log = capsys.readouterr().out
-    assert "ShareUnavailable" in log
+    assert "ShareUnavailable" in log and "RequestRefused" not in log
     assert "share nlp is DISABLED and accepts no new jobs" in log
     assert jobs_of(endpoint) == []
 

@@ -36,14 +36,19 @@ with DAG({dag_id!r}, schedule=None, start_date=START, catchup=False) as dag:
 
 def run_dag(dag_id: str, **sensor: Any) -> dict[str, tuple[str, Any]]:
     """Wait for 2 p4d in share nlp, then submit a 2-p4d job there; each task's state and XCom."""
+    return {
+        ti.task_id: (ti.state, ti.xcom_pull(task_ids=ti.task_id) if ti.state == "success" else None)
+        for ti in run_dag_instances(dag_id, **sensor).values()
+    }
+
+
+def run_dag_instances(dag_id: str, **sensor: Any) -> dict[str, Any]:
+    """As :func:`run_dag`; each task's instance at the end."""
     sensor = {"quota_share": "nlp", "capacity": {P4D: 2}, "poll_interval": 0.05, **sensor}
     train = {"quota_share": "nlp", "training_config": training_payload(2)}
     source = DAG_FILE.format(sensor=json.dumps(sensor), train=json.dumps(train), dag_id=dag_id)
     run = run_dag_file(dag_id, source)
-    return {
-        ti.task_id: (ti.state, ti.xcom_pull(task_ids=ti.task_id) if ti.state == "success" else None)
-        for ti in run.get_task_instances()
-    }
+    return {ti.task_id: ti for ti in run.get_task_instances()}
 
 
 def free_capacity_after_checks(endpoint: Endpoint, checks: int) -> Any:
@@ -101,18 +106,19 @@ def test_the_sensor_waits_until_the_share_could_start_the_capacity(
     ],
     ids=["unknown share", "more than the share could hold", "unknown type", "zero instances"],
 )
-def test_a_capacity_that_could_never_be_met_fails_at_once(
+def test_a_capacity_that_could_never_be_met_fails_at_once_without_retries(
     endpoint: Endpoint,
     capsys: pytest.CaptureFixture[str],
     sensor: dict[str, Any],
     error: str,
     words: str,
 ) -> None:
-    tasks = run_dag("never", deferrable=True, **sensor)
-    assert tasks["wait"][0] == "failed"
-    assert tasks["train"][0] != "success"
+    tasks = run_dag_instances("never", deferrable=True, retries=2, retry_delay=0, **sensor)
     log = capsys.readouterr().out
-    assert error in log
+    wait = tasks["wait"]
+    assert (wait.state, wait.try_number, wait.max_tries) == ("failed", 1, 2), log[-3000:]
+    assert tasks["train"].state != "success"
+    assert f"RequestRefused: {error}: " in log
     assert words in log
     jobs = endpoint.batch.list_service_jobs(jobQueue=QUEUE, jobStatus="RUNNABLE")
     assert jobs["jobSummaryList"] == []

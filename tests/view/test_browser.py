@@ -124,6 +124,10 @@ def test_a_person_sees_borrowing_waiting_and_preemption(
     page.wait_for_url(f"{api_server}/plugin/gpu-quotas")
     view = page.frame_locator("iframe[title='GPU Quotas']")
 
+    # how each share shares, as the backend words it
+    head = view.locator("[data-share=nlp] h3").inner_text()
+    assert "LEND_AND_BORROW, borrow limit unlimited" in head
+
     # a share borrowing: nlp holds 2 g5 it does not own, lent by vision
     nlp_g5 = view.locator(f"[data-share=nlp] [data-unit='{G5}']")
     assert "owns 0 · uses 0 own + borrows 2" in nlp_g5.inner_text()
