@@ -13,21 +13,14 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import signal
 import sys
 from typing import Any
 
+from airflow_quota_provider.cli.airflow_api import add_airflow_api_arguments, airflow_api
 from airflow_quota_provider.config_file import load_config
 from airflow_quota_provider.core.model import Backend
 from airflow_quota_provider.exceptions import ConfigError
-from airflow_quota_provider.pool_manager.fleet import Fleet
-from airflow_quota_provider.pool_manager.gateway import AirflowGateway, Credentials
-from airflow_quota_provider.pool_manager.manager import PoolManager
-from airflow_quota_provider.pool_manager.store import DEFAULT_URL, Store
-
-PASSWORD_VARIABLE = "AIRFLOW_QUOTA_API_PASSWORD"
-DEFAULT_CONN_ID = "airflow_api_default"
 
 
 def add_parser(commands: Any) -> None:
@@ -43,21 +36,7 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "--interval", type=_positive, default=5.0, help="seconds between cycles (default 5)"
     )
-    parser.add_argument(
-        "--conn-id",
-        default=DEFAULT_CONN_ID,
-        help=f"Airflow connection to the api-server (default {DEFAULT_CONN_ID})",
-    )
-    parser.add_argument("--api-url", help="the api-server's URL, instead of a connection")
-    parser.add_argument(
-        "--username", help=f"the Airflow user, with the password in ${PASSWORD_VARIABLE}"
-    )
-    parser.add_argument(
-        "--database",
-        default=DEFAULT_URL,
-        help="the manager's own database (SQLAlchemy URL): preemptions and decisions; "
-        f"default {DEFAULT_URL} (in the current folder); postgresql://... for several managers",
-    )
+    add_airflow_api_arguments(parser)
     parser.add_argument(
         "--once", action="store_true", help="run one cycle, print what it decided, and exit"
     )
@@ -89,10 +68,16 @@ def run(args: argparse.Namespace) -> int:
         )
         return 1
     try:
-        url, credentials = _connection(args)
+        url, credentials = airflow_api(args)
     except ValueError as error:
         print(f"airflow-quota pool-manager: {error}", file=sys.stderr)
         return 1
+    # imported here: the REST client and SQLAlchemy take a second to load
+    from airflow_quota_provider.pool_manager.fleet import Fleet
+    from airflow_quota_provider.pool_manager.gateway import AirflowGateway
+    from airflow_quota_provider.pool_manager.manager import PoolManager
+    from airflow_quota_provider.pool_manager.store import Store
+
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     manager = PoolManager(Fleet.of(config), AirflowGateway(url, credentials), Store(args.database))
     if args.once:
@@ -109,26 +94,3 @@ def run(args: argparse.Namespace) -> int:
         signal.signal(signum, lambda *_: stopping.append(True))
     manager.run(args.interval, should_stop=lambda: bool(stopping))
     return 0
-
-
-def _connection(args: argparse.Namespace) -> tuple[str, Credentials]:
-    if args.api_url:
-        if not args.username:
-            raise ValueError("--api-url needs --username (and the password in the environment)")
-        return args.api_url, Credentials(args.username, os.environ.get(PASSWORD_VARIABLE, ""))
-    from airflow.models.connection import Connection
-    from airflow.sdk.exceptions import AirflowNotFoundException
-
-    try:
-        conn = Connection.get_connection_from_secrets(args.conn_id)
-    except AirflowNotFoundException:
-        raise ValueError(
-            f"no Airflow connection {args.conn_id!r}: define it (e.g. "
-            f"AIRFLOW_CONN_{args.conn_id.upper()}=http://USER:PASSWORD@HOST:PORT) "
-            f"or pass --api-url and --username"
-        ) from None
-    scheme = conn.conn_type if conn.conn_type in ("http", "https") else "http"
-    port = f":{conn.port}" if conn.port else ""
-    if not conn.host or not conn.login:
-        raise ValueError(f"Airflow connection {args.conn_id!r} needs a host and a login")
-    return f"{scheme}://{conn.host}{port}", Credentials(conn.login, conn.password or "")

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
+from airflow_quota_provider.cli.airflow_api import add_airflow_api_arguments, airflow_api
 from airflow_quota_provider.cli.connection import add_aws_arguments
 from airflow_quota_provider.exceptions import ViewError
 from airflow_quota_provider.sync.errors import AwsCallFailed
@@ -50,8 +51,10 @@ def add_parser(commands: Any) -> None:
     explain.add_argument(
         "job",
         metavar="JOB",
+        nargs="+",
         help="the service job's id or ARN, or its name when no other job of --job-queue "
-        "(default: of any job queue) has it",
+        "(default: of any job queue) has it; for a pools fleet, the task instance: "
+        "DAG_ID TASK_ID RUN_ID [MAP_INDEX] (or DAG_ID/RUN_ID/TASK_ID[MAP_INDEX])",
     )
     explain.add_argument(
         "--job-queue", help="look for JOB by name only in this job queue (name or ARN)"
@@ -71,6 +74,13 @@ def add_parser(commands: Any) -> None:
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON for scripts")
     add_aws_arguments(parser)
+    pools = parser.add_argument_group(
+        "a pools fleet", "with --config naming a config whose backend is airflow_pools"
+    )
+    pools.add_argument(
+        "--config", help="a quota config with backend: airflow_pools (default: AWS Batch)"
+    )
+    add_airflow_api_arguments(pools)
 
 
 def run_status(args: argparse.Namespace) -> int:
@@ -88,7 +98,7 @@ def run_explain(args: argparse.Namespace) -> int:
     from airflow_quota_provider.view.text import explanation_lines
 
     def show(backend: QuotaBackend) -> Shown:
-        found = backend.explain(args.job, args.job_queue)
+        found = backend.explain(_job_named(args.job), args.job_queue)
         return asdict(found), explanation_lines(found, _style())
 
     return _run(args, show)
@@ -105,10 +115,24 @@ def run_events(args: argparse.Namespace) -> int:
     return _run(args, show)
 
 
+def _job_named(words: list[str]) -> str:
+    """One job id: a service job's, or a task instance's from ``DAG TASK RUN [MAP_INDEX]``."""
+    if len(words) == 1:
+        return words[0]
+    if len(words) in (3, 4):
+        dag_id, task_id, run_id = words[:3]
+        mapped = f"[{words[3]}]" if len(words) == 4 and words[3] != "-1" else ""
+        return f"{dag_id}/{run_id}/{task_id}{mapped}"
+    raise ViewError(
+        f"name one job: a service job's id, ARN or name, or a task instance as "
+        f"DAG_ID TASK_ID RUN_ID [MAP_INDEX]; got {len(words)} words"
+    )
+
+
 def _run(args: argparse.Namespace, show: Callable[[QuotaBackend], Shown]) -> int:
     try:
         data, lines = show(_backend(args))
-    except (ViewError, AwsCallFailed) as error:
+    except (ViewError, AwsCallFailed, _gateway_error()) as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_ERROR
     print(json.dumps(data, indent=2) if args.json else "\n".join(lines))
@@ -120,6 +144,8 @@ def _queue_names(backend: QuotaBackend, wanted: str | None) -> list[str]:
 
 
 def _backend(args: argparse.Namespace) -> QuotaBackend:
+    if args.config:
+        return _pools_backend(args)
     # Airflow logs its progress (connections, credentials) to stdout at INFO, which would
     # mix with the table or the JSON; a level the user set is kept.
     os.environ.setdefault("AIRFLOW__LOGGING__LOGGING_LEVEL", "WARNING")
@@ -139,3 +165,35 @@ def _style() -> Style:
     from airflow_quota_provider.view.text import Style
 
     return Style(colour=sys.stdout.isatty() and "NO_COLOR" not in os.environ)
+
+
+def _pools_backend(args: argparse.Namespace) -> QuotaBackend:
+    """The backend of the pools fleet of ``--config``; ``ViewError`` saying what is wrong."""
+    from airflow_quota_provider.config_file import load_config
+    from airflow_quota_provider.core.model import Backend
+    from airflow_quota_provider.exceptions import ConfigError
+    from airflow_quota_provider.pool_manager.fleet import Fleet
+    from airflow_quota_provider.pool_manager.gateway import AirflowGateway
+    from airflow_quota_provider.pool_manager.store import Store
+    from airflow_quota_provider.pool_manager.view_backend import PoolsBackend
+
+    try:
+        config = load_config(args.config)
+    except ConfigError as error:
+        raise ViewError("; ".join(f"{args.config}: {p}" for p in error.problems)) from None
+    if config.backend is not Backend.AIRFLOW_POOLS:
+        raise ViewError(
+            f"{args.config}: backend is {config.backend.value}; --config is for a pools fleet "
+            "(backend: airflow_pools); without it these commands read AWS Batch"
+        )
+    try:
+        url, credentials = airflow_api(args)
+    except ValueError as error:
+        raise ViewError(str(error)) from None
+    return PoolsBackend(Fleet.of(config), AirflowGateway(url, credentials), Store(args.database))
+
+
+def _gateway_error() -> type[Exception]:
+    from airflow_quota_provider.pool_manager.gateway import GatewayError
+
+    return GatewayError

@@ -72,6 +72,8 @@ class Stop:
     preemptor: TaskKey
     fails: bool
     note: str
+    started: float | None = None
+    """When the victim's current try started, if Airflow says."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,7 +145,7 @@ def decide(
                 refused.append(refusal)
     state = QueueState.from_jobs(
         fleet.config,
-        _running(fleet, holders, now, history),
+        running_jobs(fleet, holders, now, history),
         (_waiting(fleet, job_id, task, history) for job_id, task in waiting),
     )
     applier = _Recorder(fleet, by_id)
@@ -200,7 +202,7 @@ def _never_fits(fleet: Fleet, task: PoolTask) -> Refusal | None:
     return Refusal(task.key, task.pool, note[:NOTE_LIMIT])
 
 
-def _running(
+def running_jobs(
     fleet: Fleet, holders: list[PoolTask], now: float, history: Mapping[TaskKey, History]
 ) -> list[RunningJob]:
     """The holders as running jobs; per share, in start order, those beyond what the share
@@ -274,7 +276,13 @@ class _Recorder:
         )
         self.stops.append(
             Stop(
-                task.key, task.pool, preemption.kind, preemptor, preemption.fails, note[:NOTE_LIMIT]
+                task.key,
+                task.pool,
+                preemption.kind,
+                preemptor,
+                preemption.fails,
+                note[:NOTE_LIMIT],
+                started=task.start_date,
             )
         )
 

@@ -78,8 +78,9 @@ class PoolManager:
         now = self.clock()
         plan = decide(self.fleet, tasks, now, history)
         changed = self._set_pools(plan, pools, grow=False)
+        slots = {task.key: task.slots for task in tasks}
         for stop in plan.stop:
-            self._preempt(stop, now)
+            self._preempt(stop, now, slots[stop.key])
         for refusal in plan.refuse:
             log.warning("failing %s: %s", refusal.key, refusal.note)
             self.gateway.fail(refusal.key, refusal.note)
@@ -115,14 +116,14 @@ class PoolManager:
             )
             _sleep(interval, should_stop)
 
-    def _preempt(self, stop: Stop, now: float) -> None:
+    def _preempt(self, stop: Stop, now: float, slots: int) -> None:
         if stop.fails:
             log.warning("failing %s: %s", stop.key, stop.note)
             self.gateway.fail(stop.key, stop.note)
         else:
             log.info("clearing %s: %s", stop.key, stop.note)
             self.gateway.clear(stop.key, stop.note)
-        self.store.record_preemption(stop, _moment(now))
+        self.store.record_preemption(stop, _moment(now), slots)
 
     def _set_pools(self, plan: PoolPlan, pools: dict[str, PoolSlots], *, grow: bool) -> int:
         """Create, restore or shrink pools (``grow=False``), or grow them (``grow=True``)."""

@@ -33,10 +33,11 @@ from sqlalchemy import (
 from sqlalchemy.engine import Dialect, Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
+from airflow_quota_provider.pool_manager import DEFAULT_DATABASE_URL
 from airflow_quota_provider.pool_manager.decide import PoolPlan, Stop
 from airflow_quota_provider.pool_manager.tasks import TaskKey
 
-DEFAULT_URL = "sqlite:///airflow-quota-pool-manager.db"
+DEFAULT_URL = DEFAULT_DATABASE_URL
 
 
 class UtcDateTime(TypeDecorator[datetime]):
@@ -83,6 +84,9 @@ class PreemptionRow(_TaskColumns, _Base):
     preemptor: Mapped[str] = mapped_column(Text)
     fails: Mapped[bool] = mapped_column(Boolean)
     note: Mapped[str] = mapped_column(Text)
+    slots: Mapped[int] = mapped_column(Integer, default=0)
+    started: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
+    """When the victim's try started: the work it lost (no checkpoint is known) is since."""
 
 
 class WaitingRow(_TaskColumns, _Base):
@@ -134,7 +138,7 @@ class Store:
             return counts
         return {key: counts[key] for key in keys if key in counts}
 
-    def record_preemption(self, stop: Stop, at: datetime) -> None:
+    def record_preemption(self, stop: Stop, at: datetime, slots: int = 0) -> None:
         with Session(self.engine) as session, session.begin():
             session.add(
                 PreemptionRow(
@@ -145,6 +149,10 @@ class Store:
                     preemptor=str(stop.preemptor),
                     fails=stop.fails,
                     note=stop.note,
+                    slots=slots,
+                    started=None
+                    if stop.started is None
+                    else datetime.fromtimestamp(stop.started, UTC),
                 )
             )
 

@@ -169,30 +169,41 @@ def shares_of(
     result = []
     for share in config.shares:
         mine = [j for j in waiting if j.get("quotaShareName") == share.name]
-        wanted: dict[str, int] = {}
-        for job in mine:
-            for unit, count in demand_of(job).items():
-                wanted[unit] = wanted.get(unit, 0) + count
-        units = [
-            ShareUnit(**asdict(o), unit=unit, limit=config.share_limit(share, unit))
-            for unit, o in sorted(table[share.name].items())
-            if o.owned or o.used
-        ]
-        result.append(
-            ShareView(
-                name=share.name,
-                strategy=share.sharing.value,
-                borrow_limit=share.borrow_limit if share.sharing.borrows else None,
-                borrowing=borrowing(share),
-                in_share_preemption=share.in_share_preemption,
-                state=share.state.value,
-                units=units,
-                running=sum(1 for j in holding if j.get("quotaShareName") == share.name),
-                waiting=len(mine),
-                waiting_instances=wanted,
-            )
-        )
+        running = sum(1 for j in holding if j.get("quotaShareName") == share.name)
+        result.append(share_view(config, share, table, running, [demand_of(j) for j in mine]))
     return result
+
+
+def share_view(
+    config: QueueConfig,
+    share: Share,
+    table: Mapping[str, Mapping[str, Occupancy]],
+    running: int,
+    waiting: list[Mapping[str, int]],
+) -> ShareView:
+    """One share's record: its occupancy per unit, its running count, and the demands of
+    its waiting jobs (whatever the backend)."""
+    wanted: dict[str, int] = {}
+    for demand in waiting:
+        for unit, count in demand.items():
+            wanted[unit] = wanted.get(unit, 0) + count
+    units = [
+        ShareUnit(**asdict(o), unit=unit, limit=config.share_limit(share, unit))
+        for unit, o in sorted(table[share.name].items())
+        if o.owned or o.used
+    ]
+    return ShareView(
+        name=share.name,
+        strategy=share.sharing.value,
+        borrow_limit=share.borrow_limit if share.sharing.borrows else None,
+        borrowing=borrowing(share),
+        in_share_preemption=share.in_share_preemption,
+        state=share.state.value,
+        units=units,
+        running=running,
+        waiting=len(waiting),
+        waiting_instances=wanted,
+    )
 
 
 def borrowing(share: Share) -> str:

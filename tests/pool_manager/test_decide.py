@@ -125,6 +125,7 @@ def test_an_owner_reclaims_its_pool_shrinks_nothing_else_opens_until_the_victim_
                 "borrows 6 gpu (uses 14, owns 8); share nlp reclaims it for job train/run-1/n, "
                 "which needs 8 gpu within what its share owns"
             ),
+            started=5,
         ),
     )
     assert plan.waiting[key("n")].code is WaitCode.PREEMPTION_IN_PROGRESS

@@ -10,6 +10,9 @@ and succeeds without using up a retry.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from datetime import datetime
@@ -85,3 +88,40 @@ def test_the_gateway_reads_what_the_manager_reads(stack: Stack) -> None:
     assert gateway.task_instances(["quota-vision-gpu", "quota-nlp-gpu"]) == []
     assert time.monotonic() - started < 10
     assert gateway.calls == 3, "one login, one pools page, one task-instance page"
+
+
+def test_status_explain_and_events_show_the_pools_fleet(stack: Stack) -> None:
+    """After the reclaim: the CLI reads the fleet from Airflow and the manager's database."""
+    database = f"sqlite:///{stack.settings.workdir / 'airflow-quota-pool-manager.db'}"
+    common = [
+        *("--config", str(HERE / "fleet.yaml"), "--api-url", stack.api_url),
+        *("--username", stack.settings.username, "--database", database),
+    ]
+    env = {**os.environ, "AIRFLOW_QUOTA_API_PASSWORD": stack.settings.password, "NO_COLOR": "1"}
+
+    def cli(*words: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "-m", "airflow_quota_provider.cli", *words, *common],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    status = cli("status")
+    assert "share nlp: LEND_AND_BORROW" in status and "share vision: LEND_AND_BORROW" in status
+    events = cli("events")
+    assert "RECLAIM" in events and "pools_vision/" in events, events
+    run_id = trigger(stack.api, "pools_vision", seconds=30)
+
+    def running() -> bool:
+        return task_instance(stack.api, "pools_vision", run_id, "train")["state"] == "running"
+
+    wait_for("a vision task to run", running, 120, stack.processes)
+    explained = cli("explain", "pools_vision", "train", run_id)
+    assert f"pools_vision/{run_id}/train is RUNNING with 4 gpu in share vision, borrowing" in (
+        explained
+    ), explained
+    stack.api.set_task_state("pools_vision", run_id, "train", "failed")

@@ -1,0 +1,67 @@
+"""The options naming Airflow's API and the pool manager's database, the same in every
+command of a pools fleet (``pool-manager``, ``status``, ``explain``, ``events``).
+
+The user: the connection ``--conn-id`` (default ``airflow_api_default``; host,
+port, login and password, e.g.
+``AIRFLOW_CONN_AIRFLOW_API_DEFAULT=http://manager:secret@api:8080``), or
+``--api-url`` and ``--username`` with the password in
+``AIRFLOW_QUOTA_API_PASSWORD`` (never on the command line, where ``ps`` shows it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import TYPE_CHECKING
+
+from airflow_quota_provider.pool_manager import DEFAULT_DATABASE_URL as DEFAULT_URL
+
+if TYPE_CHECKING:
+    from airflow_quota_provider.pool_manager.gateway import Credentials
+
+PASSWORD_VARIABLE = "AIRFLOW_QUOTA_API_PASSWORD"
+DEFAULT_CONN_ID = "airflow_api_default"
+
+
+def add_airflow_api_arguments(parser: argparse._ActionsContainer) -> None:
+    parser.add_argument(
+        "--conn-id",
+        default=DEFAULT_CONN_ID,
+        help=f"Airflow connection to the api-server (default {DEFAULT_CONN_ID})",
+    )
+    parser.add_argument("--api-url", help="the api-server's URL, instead of a connection")
+    parser.add_argument(
+        "--username", help=f"the Airflow user, with the password in ${PASSWORD_VARIABLE}"
+    )
+    parser.add_argument(
+        "--database",
+        default=DEFAULT_URL,
+        help="the pool manager's database (SQLAlchemy URL): preemptions and decisions; "
+        f"default {DEFAULT_URL} (in the current folder); postgresql://... for several managers",
+    )
+
+
+def airflow_api(args: argparse.Namespace) -> tuple[str, Credentials]:
+    """The api-server's URL and the user; ``ValueError`` saying what is missing."""
+    from airflow_quota_provider.pool_manager.gateway import Credentials
+
+    if args.api_url:
+        if not args.username:
+            raise ValueError("--api-url needs --username (and the password in the environment)")
+        return args.api_url, Credentials(args.username, os.environ.get(PASSWORD_VARIABLE, ""))
+    from airflow.models.connection import Connection
+    from airflow.sdk.exceptions import AirflowNotFoundException
+
+    try:
+        conn = Connection.get_connection_from_secrets(args.conn_id)
+    except AirflowNotFoundException:
+        raise ValueError(
+            f"no Airflow connection {args.conn_id!r}: define it (e.g. "
+            f"AIRFLOW_CONN_{args.conn_id.upper()}=http://USER:PASSWORD@HOST:PORT) "
+            f"or pass --api-url and --username"
+        ) from None
+    scheme = conn.conn_type if conn.conn_type in ("http", "https") else "http"
+    port = f":{conn.port}" if conn.port else ""
+    if not conn.host or not conn.login:
+        raise ValueError(f"Airflow connection {args.conn_id!r} needs a host and a login")
+    return f"{scheme}://{conn.host}{port}", Credentials(conn.login, conn.password or "")

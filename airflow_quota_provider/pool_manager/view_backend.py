@@ -1,0 +1,253 @@
+"""The GPU Quotas view of a pools fleet: the same records as for AWS Batch, from Airflow.
+
+:class:`PoolsBackend` answers the view's and the CLI's questions
+(:class:`~airflow_quota_provider.view.backend.QuotaBackend`) for a config with
+``backend: airflow_pools``: it reads the managed pools' task instances, asks the
+core exactly as the manager does (so the reasons are the manager's), and
+builds a :class:`~airflow_quota_provider.view.model.QueueView`. Preemptions
+come from the manager's database.
+
+In the view's words a task that waits for a slot is ``RUNNABLE``; one that
+holds GPUs is ``STARTING`` (queued) or ``RUNNING`` (running, deferred, or being
+stopped after a preemption, with ``PREEMPTION_IN_PROGRESS``). A job's id is its
+task instance, ``dag_id/run_id/task_id[map_index]``, and its link the task's
+page in the Airflow UI.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+
+from airflow_quota_provider.core import Wait
+from airflow_quota_provider.core.occupancy import Occupancy, occupancy
+from airflow_quota_provider.exceptions import ViewError
+from airflow_quota_provider.hooks.submission import TAG_PREFIX
+from airflow_quota_provider.pool_manager.decide import (
+    History,
+    PoolPlan,
+    decide,
+    running_jobs,
+)
+from airflow_quota_provider.pool_manager.fleet import Fleet
+from airflow_quota_provider.pool_manager.gateway import AirflowGateway
+from airflow_quota_provider.pool_manager.store import PreemptionRow, Store
+from airflow_quota_provider.pool_manager.tasks import PoolTask, TaskKey, TaskState
+from airflow_quota_provider.view.explain import explain
+from airflow_quota_provider.view.jobs import PREEMPTING, task_link
+from airflow_quota_provider.view.model import (
+    Explanation,
+    JobView,
+    NextVictim,
+    PreemptionEvent,
+    QueueSummary,
+    QueueView,
+    ShareView,
+    TaskLink,
+    UnitCapacity,
+)
+from airflow_quota_provider.view.queue_view import share_view
+from airflow_quota_provider.view.victims import next_victims
+
+_STATUS = {
+    TaskState.SCHEDULED: "RUNNABLE",
+    TaskState.QUEUED: "STARTING",
+    TaskState.RUNNING: "RUNNING",
+    TaskState.DEFERRED: "RUNNING",
+    TaskState.RESTARTING: "RUNNING",
+}
+
+
+class PoolsBackend:
+    """:class:`~airflow_quota_provider.view.backend.QuotaBackend` of one pools fleet."""
+
+    def __init__(
+        self,
+        fleet: Fleet,
+        gateway: AirflowGateway,
+        store: Store,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.fleet = fleet
+        self.gateway = gateway
+        self.store = store
+        self.clock = clock
+
+    def queues(self) -> list[QueueSummary]:
+        return [QueueSummary(self.fleet.config.job_queue, "", "ENABLED")]
+
+    def queue(self, name: str) -> QueueView:
+        if name != self.fleet.config.job_queue:
+            raise ViewError(
+                f"no fleet {name}; this config's fleet is {self.fleet.config.job_queue}"
+            )
+        tasks = self.gateway.task_instances(self.fleet)
+        counts = self.store.preemptions(task.key for task in tasks)
+        history = {key: History(count) for key, count in counts.items()}
+        now = self.clock()
+        plan = decide(self.fleet, tasks, now, history)
+        return pools_view(self.fleet, tasks, plan, now, history, self.store.events())
+
+    def explain(self, job: str, job_queue: str | None = None) -> Explanation:
+        view = self.queue(job_queue or self.fleet.config.job_queue)
+        found = view.job(job)
+        if found is None:
+            raise ViewError(
+                f"no task instance {job} waits for or holds a pool of fleet {view.name}; "
+                "name it as dag_id/run_id/task_id or dag_id/run_id/task_id[map_index]"
+            )
+        return explain(found, view, [e for e in view.events if e.job_id == job])
+
+
+def pools_view(
+    fleet: Fleet,
+    tasks: Sequence[PoolTask],
+    plan: PoolPlan,
+    now: float,
+    history: Mapping[TaskKey, History],
+    preemptions: Sequence[PreemptionRow],
+) -> QueueView:
+    """The view of a fleet from its task instances and the plan the core made for them."""
+    config = fleet.config
+    managed = [t for t in tasks if t.pool in fleet.shares]
+    holders = [t for t in managed if t.state.holds]
+    running = running_jobs(fleet, holders, now, history)
+    usage: dict[str, dict[str, int]] = {}
+    for job in running:
+        for unit, count in job.demand.items():
+            usage.setdefault(job.share, {})[unit] = usage.get(job.share, {}).get(unit, 0) + count
+    table = occupancy(config, usage)
+    victims = next_victims(config, running, table, now)
+    by_key = {t.key: t for t in managed}
+    borrowing = {job.id for job in running if job.borrowing}
+    counts: dict[TaskKey, int] = {key: h.preemptions for key, h in history.items()}
+    # the admitted tasks start next, ahead of those left waiting
+    waiting = [
+        _admitted(fleet, by_key[start.key], now, index + 1, counts)
+        for index, start in enumerate(plan.start)
+    ]
+    waiting += [
+        _job(fleet, by_key[key], now, len(plan.start) + index + 1, wait, False, None, counts)
+        for index, (key, wait) in enumerate(plan.waiting.items())
+    ]
+    held = [
+        _job(fleet, t, now, None, None, str(t.key) in borrowing, victims.get(str(t.key)), counts)
+        for t in holders
+    ]
+    return QueueView(
+        name=config.job_queue,
+        arn="",
+        state="ENABLED",
+        now=int(now * 1000),
+        capacity=[
+            UnitCapacity(
+                unit, capacity, sum(u.get(unit, 0) for u in usage.values()), config.unowned(unit)
+            )
+            for unit, capacity in sorted(config.capacity.items())
+        ],
+        shares=_shares(fleet, table, holders, waiting),
+        waiting=waiting,
+        running=held,
+        events=[_event(fleet, row) for row in preemptions],
+    )
+
+
+def _shares(
+    fleet: Fleet,
+    table: Mapping[str, Mapping[str, Occupancy]],
+    holders: Sequence[PoolTask],
+    waiting: Sequence[JobView],
+) -> list[ShareView]:
+    return [
+        share_view(
+            fleet.config,
+            share,
+            table,
+            sum(1 for t in holders if fleet.shares[t.pool][0] == share.name),
+            [job.demand for job in waiting if job.share == share.name],
+        )
+        for share in fleet.config.shares
+    ]
+
+
+def _job(
+    fleet: Fleet,
+    task: PoolTask,
+    now: float,
+    position: int | None,
+    wait: Wait | None,
+    borrowing: bool,
+    victim: NextVictim | None,
+    counts: Mapping[TaskKey, int],
+) -> JobView:
+    share, unit = fleet.shares[task.pool]
+    code, reason = (wait.code.value, wait.message) if wait is not None else (None, None)
+    if task.state is TaskState.RESTARTING:
+        code, reason = PREEMPTING, "cleared; Airflow is stopping its process"
+    elif task.state is TaskState.DEFERRED:
+        reason = "deferred (it keeps its pool slots)"
+    since = task.start_date if task.state.holds and task.start_date else task.run_date
+    return JobView(
+        job_id=str(task.key),
+        name=task.key.task_id,
+        arn="",
+        share=share,
+        status=_STATUS[task.state],
+        reason_code=code,
+        reason=reason,
+        priority=task.priority_weight,
+        demand={unit: task.slots},
+        created_at=int(task.run_date * 1000),
+        started_at=int(task.start_date * 1000) if task.state.holds and task.start_date else None,
+        age_seconds=max(0.0, now - since),
+        position=position,
+        borrowing=borrowing,
+        preemptions=counts.get(task.key, 0),
+        next_victim=victim,
+        task=_link(task.key),
+        console_url="",
+    )
+
+
+def _admitted(
+    fleet: Fleet, task: PoolTask, now: float, position: int, counts: Mapping[TaskKey, int]
+) -> JobView:
+    job = _job(fleet, task, now, position, None, False, None, counts)
+    reason = f"its pool {task.pool} has {task.slots} open slot(s) for it; Airflow starts it next"
+    return replace(job, reason_code="ADMITTED", reason=reason)
+
+
+def _event(fleet: Fleet, row: PreemptionRow) -> PreemptionEvent:
+    share = fleet.shares.get(row.pool, (row.pool, ""))[0]
+    stopped = int(row.at.timestamp() * 1000)
+    started = int(row.started.timestamp() * 1000) if row.started is not None else stopped
+    key = row.key
+    return PreemptionEvent(
+        job_id=str(key),
+        name=key.task_id,
+        share=share,
+        started_at=started,
+        stopped_at=stopped,
+        kind=row.kind,
+        preemptor=row.preemptor,
+        reason=row.note,
+        work_lost=max(0.0, (stopped - started) / 1000) * row.slots,
+        checkpointed=False,
+        training_job="",
+        task=_link(key),
+        console_url="",
+    )
+
+
+def _link(key: TaskKey) -> TaskLink | None:
+    """The task instance's page in the Airflow UI (the view's link for every job)."""
+    return task_link(
+        {
+            f"{TAG_PREFIX}dag_id": key.dag_id,
+            f"{TAG_PREFIX}run_id": key.run_id,
+            f"{TAG_PREFIX}task_id": key.task_id,
+            f"{TAG_PREFIX}map_index": str(key.map_index),
+        }
+    )

@@ -1,0 +1,77 @@
+"""The GPU Quotas view of a pools fleet, built from task instances and the core's plan."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+from airflow_quota_provider.pool_manager.decide import decide
+from airflow_quota_provider.pool_manager.store import Store
+from airflow_quota_provider.pool_manager.view_backend import pools_view
+from airflow_quota_provider.view.explain import explain
+from airflow_quota_provider.view.text import Style, status_lines
+from tests.pool_manager.test_decide import FLEET, NLP, RESTARTING, RUNNING, VISION, task
+
+NOW = 1_000.0
+
+
+def test_a_borrower_an_owner_waiting_for_it_and_a_task_admitted_read_as_in_the_batch_view(
+    tmp_path: Path,
+) -> None:
+    tasks = [
+        task("v-own", VISION, 8, RUNNING, started=0),
+        task("v-borrow", VISION, 6, RUNNING, weight=3, started=500),
+        task("n", NLP, 8, weight=5, run_date=900),
+        task("v-next", VISION, 1, weight=1, run_date=950),
+    ]
+    plan = decide(FLEET, tasks, NOW)
+    store = Store(f"sqlite:///{tmp_path / 'm.db'}")
+    (stop,) = plan.stop
+    store.record_preemption(stop, datetime.fromtimestamp(NOW, UTC), slots=6)
+    view = pools_view(FLEET, tasks, plan, NOW, {}, store.events())
+
+    assert [(j.job_id, j.status, j.position, j.reason_code) for j in view.waiting] == [
+        ("train/run-1/n", "RUNNABLE", 1, "PREEMPTION_IN_PROGRESS"),
+        ("train/run-1/v-next", "RUNNABLE", 2, "NO_IDLE_CAPACITY"),
+    ]
+    borrower = view.job("train/run-1/v-borrow")
+    assert borrower is not None and borrower.borrowing and borrower.demand == {"gpu": 6}
+    assert borrower.task is not None
+    assert borrower.task.path == "dags/train/runs/run-1/tasks/v-borrow"
+    vision = next(s for s in view.shares if s.name == "vision")
+    assert (vision.units[0].owned, vision.units[0].used, vision.units[0].borrowed) == (8, 14, 6)
+    assert vision.borrowing == "borrow limit 100%"
+    (event,) = view.events
+    assert (event.job_id, event.kind, event.preemptor) == (
+        "train/run-1/v-borrow",
+        "RECLAIM",
+        "train/run-1/n",
+    )
+    assert event.work_lost == 500 * 6, "500 s since its try started, on 6 gpu, no checkpoint"
+    lines = status_lines(view, Style(colour=False))
+    assert any(line.startswith("share vision: LEND_AND_BORROW") for line in lines), lines
+    found = explain(view.job("train/run-1/n"), view, [])  # type: ignore[arg-type]
+    assert found.summary.startswith("train/run-1/n waits for 8 gpu in share nlp: ")
+
+
+def test_a_task_admitted_this_cycle_is_first_in_line_with_its_open_slots() -> None:
+    tasks = [task("a", NLP, 2, RUNNING), task("b", NLP, 4)]
+    view = pools_view(FLEET, tasks, decide(FLEET, tasks, NOW), NOW, {}, [])
+    (admitted,) = view.waiting
+    assert (admitted.job_id, admitted.position, admitted.reason_code) == (
+        "train/run-1/b",
+        1,
+        "ADMITTED",
+    )
+    assert admitted.reason == (
+        "its pool quota-nlp-gpu has 4 open slot(s) for it; Airflow starts it next"
+    )
+
+
+def test_a_cleared_task_still_running_is_shown_being_preempted() -> None:
+    tasks = [task("gone", VISION, 4, RESTARTING), task("x", NLP, 1, RUNNING)]
+    view = pools_view(FLEET, tasks, decide(FLEET, tasks, NOW), NOW, {}, [])
+    stopping = view.job("train/run-1/gone")
+    assert stopping is not None
+    assert (stopping.status, stopping.reason_code) == ("RUNNING", "PREEMPTION_IN_PROGRESS")
+    assert stopping.reason == "cleared; Airflow is stopping its process"
