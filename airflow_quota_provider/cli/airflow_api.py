@@ -41,27 +41,30 @@ def add_airflow_api_arguments(parser: argparse._ActionsContainer) -> None:
     )
 
 
-def airflow_api(args: argparse.Namespace) -> tuple[str, Credentials]:
-    """The api-server's URL and the user; ``ValueError`` saying what is missing."""
+def airflow_api(
+    conn_id: str = DEFAULT_CONN_ID, api_url: str | None = None, username: str | None = None
+) -> tuple[str, Credentials]:
+    """The api-server's URL and the user: ``api_url`` and ``username`` (password from the
+    environment) or the connection ``conn_id``; ``ValueError`` saying what is missing."""
     from airflow_quota_provider.pool_manager.gateway import Credentials
 
-    if args.api_url:
-        if not args.username:
+    if api_url:
+        if not username:
             raise ValueError("--api-url needs --username (and the password in the environment)")
-        return args.api_url, Credentials(args.username, os.environ.get(PASSWORD_VARIABLE, ""))
+        return api_url, Credentials(username, os.environ.get(PASSWORD_VARIABLE, ""))
     from airflow.models.connection import Connection
     from airflow.sdk.exceptions import AirflowNotFoundException
 
     try:
-        conn = Connection.get_connection_from_secrets(args.conn_id)
+        conn = Connection.get_connection_from_secrets(conn_id)
     except AirflowNotFoundException:
         raise ValueError(
-            f"no Airflow connection {args.conn_id!r}: define it (e.g. "
-            f"AIRFLOW_CONN_{args.conn_id.upper()}=http://USER:PASSWORD@HOST:PORT) "
+            f"no Airflow connection {conn_id!r}: define it (e.g. "
+            f"AIRFLOW_CONN_{conn_id.upper()}=http://USER:PASSWORD@HOST:PORT) "
             f"or pass --api-url and --username"
         ) from None
     scheme = conn.conn_type if conn.conn_type in ("http", "https") else "http"
     port = f":{conn.port}" if conn.port else ""
     if not conn.host or not conn.login:
-        raise ValueError(f"Airflow connection {args.conn_id!r} needs a host and a login")
+        raise ValueError(f"Airflow connection {conn_id!r} needs a host and a login")
     return f"{scheme}://{conn.host}{port}", Credentials(conn.login, conn.password or "")

@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
         )
         return 1
     try:
-        url, credentials = airflow_api(args)
+        url, credentials = airflow_api(args.conn_id, args.api_url, args.username)
     except ValueError as error:
         print(f"airflow-quota pool-manager: {error}", file=sys.stderr)
         return 1

@@ -187,7 +187,7 @@ def _pools_backend(args: argparse.Namespace) -> QuotaBackend:
             "(backend: airflow_pools); without it these commands read AWS Batch"
         )
     try:
-        url, credentials = airflow_api(args)
+        url, credentials = airflow_api(args.conn_id, args.api_url, args.username)
     except ValueError as error:
         raise ViewError(str(error)) from None
     return PoolsBackend(Fleet.of(config), AirflowGateway(url, credentials), Store(args.database))

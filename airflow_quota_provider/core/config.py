@@ -74,6 +74,7 @@ SHARE_KEYS: Final = (
     "state",
     "weight",
     "min_runtime_seconds",
+    "preemption_retries",
 )
 
 QueueUnits = Mapping[str, int | None]
@@ -119,6 +120,14 @@ def parse_config(
     named = [i.get("name") for i in data.get("shares") or () if isinstance(i, Mapping)]
     names = [name for name in named if isinstance(name, str)]
     backend, pools = parse_backend(data, names, sorted(queue or {}), problems)
+    if backend is Backend.AWS_BATCH:
+        for index, item in enumerate(data.get("shares") or ()):
+            if isinstance(item, Mapping) and "preemption_retries" in item:
+                message = (
+                    "preemption_retries of a share is for backend airflow_pools; with "
+                    "aws_batch each job sets it (preemptionRetriesBeforeTermination)"
+                )
+                problems.append(Problem(f"shares[{index}].preemption_retries", message))
     if problems or queue is None:
         raise ConfigError(problems, source)
     return QueueConfig(
@@ -164,6 +173,7 @@ def share_from_mapping(
     state = fields.get("state", choice(ShareState), ShareState.ENABLED.value)
     weight = fields.get("weight", number(0, strict=True), 1.0)
     min_runtime = fields.get("min_runtime_seconds", _SECONDS, None)
+    retries = fields.get("preemption_retries", aws_integer(0), None)
     if problems or capacity is None:
         return None, problems
     share = Share(
@@ -175,6 +185,7 @@ def share_from_mapping(
         state=ShareState(state),
         weight=float(weight),
         min_runtime_seconds=_seconds(min_runtime),
+        preemption_retries=retries,
     )
     return share, []
 
@@ -425,6 +436,8 @@ def _share_to_dict(share: Share) -> dict[str, Any]:
     data["weight"] = _plain(share.weight)
     if share.min_runtime_seconds is not None:
         data["min_runtime_seconds"] = _plain(share.min_runtime_seconds)
+    if share.preemption_retries is not None:
+        data["preemption_retries"] = share.preemption_retries
     return data
 
 

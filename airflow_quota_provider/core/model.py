@@ -99,6 +99,9 @@ class Share:
     state: ShareState = ShareState.ENABLED
     weight: float = 1.0
     min_runtime_seconds: float | None = None
+    preemption_retries: int | None = None
+    """With ``airflow_pools``: preemptions a task of this share survives; the next one
+    fails it (``None``: no cap). AWS Batch sets this per job instead."""
 
     @property
     def enabled(self) -> bool:

@@ -56,13 +56,11 @@ class PoolManager:
         store: Store,
         *,
         clock: Callable[[], float] = time.time,
-        preemption_retries: Callable[[str], int | None] = lambda share: None,
     ) -> None:
         self.fleet = fleet
         self.gateway = gateway
         self.store = store
         self.clock = clock
-        self.preemption_retries = preemption_retries
 
     def cycle(self) -> CycleReport:
         calls = self.gateway.calls
@@ -70,10 +68,7 @@ class PoolManager:
         pools = self.gateway.pools()
         counts = self.store.preemptions(task.key for task in tasks)
         history = {
-            task.key: History(
-                counts.get(task.key, 0), self.preemption_retries(self.fleet.shares[task.pool][0])
-            )
-            for task in tasks
+            task.key: History(counts.get(task.key, 0), self._retries(task.pool)) for task in tasks
         }
         now = self.clock()
         plan = decide(self.fleet, tasks, now, history)
@@ -115,6 +110,10 @@ class PoolManager:
                 report.calls,
             )
             _sleep(interval, should_stop)
+
+    def _retries(self, pool: str) -> int | None:
+        share = self.fleet.config.share(self.fleet.shares[pool][0])
+        return None if share is None else share.preemption_retries
 
     def _preempt(self, stop: Stop, now: float, slots: int) -> None:
         if stop.fails:

@@ -60,7 +60,8 @@ _STATUS = {
 
 
 class PoolsBackend:
-    """:class:`~airflow_quota_provider.view.backend.QuotaBackend` of one pools fleet."""
+    """:class:`~airflow_quota_provider.view.backend.QuotaBackend` of one pools fleet, read
+    at most once per ``ttl`` seconds (a page load asks several questions)."""
 
     def __init__(
         self,
@@ -68,12 +69,15 @@ class PoolsBackend:
         gateway: AirflowGateway,
         store: Store,
         *,
+        ttl: float = 0.0,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.fleet = fleet
         self.gateway = gateway
         self.store = store
+        self.ttl = ttl
         self.clock = clock
+        self._cached: tuple[float, QueueView] | None = None
 
     def queues(self) -> list[QueueSummary]:
         return [QueueSummary(self.fleet.config.job_queue, "", "ENABLED")]
@@ -83,12 +87,17 @@ class PoolsBackend:
             raise ViewError(
                 f"no fleet {name}; this config's fleet is {self.fleet.config.job_queue}"
             )
+        if self._cached is not None and self._cached[0] > time.monotonic():
+            return self._cached[1]
         tasks = self.gateway.task_instances(self.fleet)
         counts = self.store.preemptions(task.key for task in tasks)
         history = {key: History(count) for key, count in counts.items()}
         now = self.clock()
         plan = decide(self.fleet, tasks, now, history)
-        return pools_view(self.fleet, tasks, plan, now, history, self.store.events())
+        view = pools_view(self.fleet, tasks, plan, now, history, self.store.events())
+        if self.ttl > 0:
+            self._cached = (time.monotonic() + self.ttl, view)
+        return view
 
     def explain(self, job: str, job_queue: str | None = None) -> Explanation:
         view = self.queue(job_queue or self.fleet.config.job_queue)

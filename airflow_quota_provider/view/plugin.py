@@ -7,6 +7,11 @@ environment, e.g. ``AWS_ENDPOINT_URL``), ``view_region_name`` and
 ``view_cache_seconds`` (default 15) and ``view_sample_seconds`` (default 60; how
 often the api-server reads every queue, setting the metrics' gauges; 0 = only when
 someone looks).
+
+A pools fleet instead: ``view_fleet_config`` names its quota config (``backend:
+airflow_pools``); the page then reads Airflow's own REST API as the user of
+``view_api_conn_id`` (default ``airflow_api_default``) and the pool manager's
+database ``view_pool_manager_database`` (its ``--database``).
 """
 
 from __future__ import annotations
@@ -17,18 +22,38 @@ from airflow.sdk import conf
 
 from airflow_quota_provider.hooks.batch import BatchQuotaHook
 from airflow_quota_provider.view.api import create_app
-from airflow_quota_provider.view.backend import DEFAULT_TTL, BatchBackend
+from airflow_quota_provider.view.backend import DEFAULT_TTL, BatchBackend, QuotaBackend
 
 URL_PREFIX = "/quota"
 SECTION = "quota_provider"
 
 
-def backend_from_config() -> BatchBackend:
+def backend_from_config() -> QuotaBackend:
     """The backend the deployment's ``[quota_provider]`` settings describe."""
+    fleet_config = conf.get(SECTION, "view_fleet_config", fallback=None)
+    if fleet_config:
+        return _pools_backend(fleet_config)
     conn_id = conf.get(SECTION, "view_aws_conn_id", fallback="aws_default")
     region = conf.get(SECTION, "view_region_name", fallback=None) or None
     ttl = conf.getfloat(SECTION, "view_cache_seconds", fallback=DEFAULT_TTL)
     return BatchBackend(lambda: BatchQuotaHook(aws_conn_id=conn_id, region_name=region), ttl=ttl)
+
+
+def _pools_backend(path: str) -> QuotaBackend:
+    from airflow_quota_provider.cli.airflow_api import DEFAULT_CONN_ID, airflow_api
+    from airflow_quota_provider.config_file import load_config
+    from airflow_quota_provider.pool_manager import DEFAULT_DATABASE_URL
+    from airflow_quota_provider.pool_manager.fleet import Fleet
+    from airflow_quota_provider.pool_manager.gateway import AirflowGateway
+    from airflow_quota_provider.pool_manager.store import Store
+    from airflow_quota_provider.pool_manager.view_backend import PoolsBackend
+
+    conn_id = conf.get(SECTION, "view_api_conn_id", fallback=DEFAULT_CONN_ID)
+    database = conf.get(SECTION, "view_pool_manager_database", fallback=DEFAULT_DATABASE_URL)
+    ttl = conf.getfloat(SECTION, "view_cache_seconds", fallback=DEFAULT_TTL)
+    url, credentials = airflow_api(conn_id)
+    fleet = Fleet.of(load_config(path))
+    return PoolsBackend(fleet, AirflowGateway(url, credentials), Store(database), ttl=ttl)
 
 
 class QuotaViewPlugin(AirflowPlugin):

@@ -35,11 +35,34 @@ def test_a_pools_fleet_names_some_pools_and_round_trips() -> None:
     assert parse_config(config_to_dict(config)) == config
 
 
+def test_a_pools_share_caps_the_preemptions_of_its_tasks() -> None:
+    shares = [{**FLEET["shares"][0], "preemption_retries": 2}, FLEET["shares"][1]]
+    config = parse_config({**FLEET, "shares": shares})
+    nlp = config.share("nlp")
+    assert nlp is not None and nlp.preemption_retries == 2
+    assert parse_config(config_to_dict(config)) == config
+
+
 def test_the_default_backend_is_aws_batch_and_is_left_out_of_the_file_shape() -> None:
     data = {key: value for key, value in FLEET.items() if key != "backend"}
     config = parse_config(data)
     assert config.backend is Backend.AWS_BATCH
     assert "backend" not in config_to_dict(config)
+
+
+def test_a_share_cap_on_preemptions_is_for_pools_only_and_a_count() -> None:
+    shares = [{**FLEET["shares"][0], "preemption_retries": 1}, FLEET["shares"][1]]
+    assert problems({**FLEET, "backend": "aws_batch", "shares": shares}) == [
+        (
+            "shares[0].preemption_retries",
+            "preemption_retries of a share is for backend airflow_pools; with aws_batch each "
+            "job sets it (preemptionRetriesBeforeTermination)",
+        )
+    ]
+    shares = [{**FLEET["shares"][0], "preemption_retries": -1}, FLEET["shares"][1]]
+    ((path, message),) = problems({**FLEET, "shares": shares})
+    assert path == "shares[0].preemption_retries"
+    assert message == "must be an integer >= 0, got -1"
 
 
 @pytest.mark.parametrize(

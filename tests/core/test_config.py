@@ -37,7 +37,8 @@ UNIT_RULE = (
     "such as ml.p4d.24xlarge or gpu"
 )
 SHARE_KEYS = (
-    "name, capacity, sharing, borrow_limit, in_share_preemption, state, weight, min_runtime_seconds"
+    "name, capacity, sharing, borrow_limit, in_share_preemption, state, weight, "
+    "min_runtime_seconds, preemption_retries"
 )
 QUEUE_KEYS = (
     "backend, job_queue, capacity, idle_assignment, min_runtime_seconds, victim_order, shares, "

@@ -34,6 +34,19 @@ def managed_stack(
     )
     with Processes(workdir / "logs") as processes:
         stack = Stack(settings, processes)
+        # the GPU Quotas page of the api-server shows this pools fleet
+        host = stack.api_url.removeprefix("http://")
+        stack.env.update(
+            {
+                "AIRFLOW__QUOTA_PROVIDER__VIEW_FLEET_CONFIG": str(config),
+                "AIRFLOW__QUOTA_PROVIDER__VIEW_POOL_MANAGER_DATABASE": (
+                    f"sqlite:///{workdir / 'airflow-quota-pool-manager.db'}"
+                ),
+                "AIRFLOW_CONN_AIRFLOW_API_DEFAULT": (
+                    f"http://{settings.username}:{settings.password}@{host}"
+                ),
+            }
+        )
         stack.start(dag_ids)
         env = {**stack.env, "AIRFLOW_QUOTA_API_PASSWORD": settings.password}
         command = [

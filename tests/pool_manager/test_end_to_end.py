@@ -125,3 +125,13 @@ def test_status_explain_and_events_show_the_pools_fleet(stack: Stack) -> None:
         explained
     ), explained
     stack.api.set_task_state("pools_vision", run_id, "train", "failed")
+
+
+def test_the_gpu_quotas_page_api_shows_the_pools_fleet(stack: Stack) -> None:
+    """The api-server's GPU Quotas app, configured with the fleet, answers for it."""
+    assert [q["name"] for q in stack.api.get("/quota/api/v1/queues")] == ["gpus"]
+    shares = {s["name"]: s for s in stack.api.get("/quota/api/v1/queues/gpus/shares")}
+    assert set(shares) == {"nlp", "vision"}
+    assert shares["vision"]["borrowing"] == "borrow limit unlimited"
+    events = stack.api.get("/quota/api/v1/queues/gpus/events")
+    assert any(e["kind"] == "RECLAIM" and e["share"] == "vision" for e in events), events
