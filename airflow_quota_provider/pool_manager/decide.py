@@ -135,10 +135,7 @@ def decide(
         if task.state.holds:
             holders.append(task)
         elif task.state is TaskState.SCHEDULED:
-            size = (task.pool, task.slots)
-            if size not in fits:
-                fits[size] = _never_fits(fleet, task) is None
-            refusal = None if fits[size] else _never_fits(fleet, task)
+            refusal = _refusal(fleet, task, fits)
             if refusal is None:
                 waiting.append((job_id, task))
             else:
@@ -186,6 +183,17 @@ class TaskReasons(Mapping[TaskKey, Wait]):
 
     def __contains__(self, key: object) -> bool:
         return isinstance(key, TaskKey) and str(key) in self._reasons
+
+
+def _refusal(fleet: Fleet, task: PoolTask, fits: dict[tuple[str, int], bool]) -> Refusal | None:
+    """Why a scheduled task can never run as it is (``fits`` caches the check per size)."""
+    if task.problem is not None:
+        note = f"Failed by the quota pool manager: {task.problem}"
+        return Refusal(task.key, task.pool, note[:NOTE_LIMIT])
+    size = (task.pool, task.slots)
+    if size not in fits:
+        fits[size] = _never_fits(fleet, task) is None
+    return None if fits[size] else _never_fits(fleet, task)
 
 
 def _never_fits(fleet: Fleet, task: PoolTask) -> Refusal | None:

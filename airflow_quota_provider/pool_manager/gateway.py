@@ -33,6 +33,7 @@ from airflow_client.client.models.task_instance_response import TaskInstanceResp
 from airflow_client.client.models.task_instance_state import TaskInstanceState
 from airflow_client.client.models.task_instances_batch_body import TaskInstancesBatchBody
 
+from airflow_quota_provider.pool_manager.overrides import overrides_of
 from airflow_quota_provider.pool_manager.tasks import PoolTask, TaskKey, TaskState
 
 PAGE_SIZE = 1000
@@ -219,6 +220,7 @@ class AirflowGateway:
 
 def pool_task(ti: TaskInstanceResponse) -> PoolTask:
     run_date = ti.logical_date or ti.run_after
+    overrides = overrides_of(ti.executor_config)
     return PoolTask(
         key=TaskKey(ti.dag_id, ti.dag_run_id, ti.task_id, ti.map_index),
         pool=ti.pool,
@@ -228,6 +230,8 @@ def pool_task(ti: TaskInstanceResponse) -> PoolTask:
         state=TaskState.of(ti.state.value if ti.state is not None else None),
         start_date=_seconds(ti.start_date),
         try_number=ti.try_number,
+        preemption_retries=overrides.preemption_retries,
+        problem=overrides.problem,
     )
 
 

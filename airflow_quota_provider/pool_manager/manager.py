@@ -68,7 +68,13 @@ class PoolManager:
         pools = self.gateway.pools()
         counts = self.store.preemptions(task.key for task in tasks)
         history = {
-            task.key: History(counts.get(task.key, 0), self._retries(task.pool)) for task in tasks
+            task.key: History(
+                counts.get(task.key, 0),
+                task.preemption_retries
+                if task.preemption_retries is not None
+                else self._retries(task.pool),
+            )
+            for task in tasks
         }
         now = self.clock()
         plan = decide(self.fleet, tasks, now, history)

@@ -90,3 +90,7 @@ class PoolTask:
     state: TaskState
     start_date: float | None = None
     try_number: int = 0
+    preemption_retries: int | None = None
+    """The task's own cap on preemptions (``executor_config["quota"]``), if it sets one."""
+    problem: str | None = None
+    """Why the task's own settings could not be read; the manager fails it with this."""

@@ -30,7 +30,8 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     workdir = tmp_path_factory.mktemp("pool-manager")
-    with managed_stack(workdir, HERE / "fleet.yaml", ("pools_vision", "pools_nlp")) as stack:
+    dags = ("pools_vision", "pools_nlp", "pools_vision_once")
+    with managed_stack(workdir, HERE / "fleet.yaml", dags) as stack:
         yield stack
 
 
@@ -135,3 +136,25 @@ def test_the_gpu_quotas_page_api_shows_the_pools_fleet(stack: Stack) -> None:
     assert shares["vision"]["borrowing"] == "borrow limit unlimited"
     events = stack.api.get("/quota/api/v1/queues/gpus/events")
     assert any(e["kind"] == "RECLAIM" and e["share"] == "vision" for e in events), events
+
+
+def test_a_task_that_caps_its_preemptions_at_0_is_failed_by_its_first(stack: Stack) -> None:
+    """``executor_config={"quota": {"preemption_retries": 0}}``: a reclaim fails the task."""
+    api = stack.api
+    vision_run = trigger(api, "pools_vision_once", seconds=60)
+
+    def vision_running() -> bool:
+        return task_instance(api, "pools_vision_once", vision_run, "train")["state"] == "running"
+
+    wait_for("the vision task to borrow", vision_running, 120, stack.processes)
+    nlp_run = trigger(api, "pools_nlp", seconds=1)
+
+    def nlp_done() -> bool:
+        return task_instance(api, "pools_nlp", nlp_run, "train")["state"] == "success"
+
+    wait_for("the nlp task to reclaim and finish", nlp_done, 180, stack.processes)
+    vision = task_instance(api, "pools_vision_once", vision_run, "train")
+    assert (vision["state"], vision["try_number"]) == ("failed", 1), vision
+    assert vision["note"].startswith(
+        f"Failed by the quota pool manager for pools_nlp/{nlp_run}/train (RECLAIM): "
+    ), vision["note"]

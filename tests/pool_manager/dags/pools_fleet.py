@@ -23,3 +23,12 @@ for team, slots in (("vision", 4), ("nlp", 2)):
         train.override(pool=f"quota-{team}-gpu", pool_slots=slots, priority_weight=1)(
             seconds="{{ dag_run.conf.get('seconds', 5) }}"
         )
+
+# a vision task that must not be preempted twice: its first preemption fails it
+with DAG("pools_vision_once", schedule=None, catchup=False, tags=["pool-manager"]):
+    train.override(
+        pool="quota-vision-gpu",
+        pool_slots=4,
+        priority_weight=1,
+        executor_config={"quota": {"preemption_retries": 0}},
+    )(seconds="{{ dag_run.conf.get('seconds', 5) }}")
