@@ -188,7 +188,7 @@ class Dispatcher:
         queue = self.world.store.queues.get(queue_arn)
         if state is None or queue is None or not dispatching(self.world.store, queue):
             return
-        settled = settle(state, self.world.now, _Applier(self.world, state))
+        settled = settle(state, self.world.now, _Applier(self.world))
         self.cycles += settled.cycles
         if settled.cycles:
             self.last[queue_arn] = settled.decisions
@@ -204,9 +204,8 @@ class Dispatcher:
 class _Applier:
     """Applies a queue's decisions to its service jobs (the settle loop's Applier)."""
 
-    def __init__(self, world: World, state: QueueState) -> None:
+    def __init__(self, world: World) -> None:
         self.world = world
-        self.state = state
 
     def fail(self, waiting: WaitingJob, failure: Failure, now: float) -> None:
         job = self.world.store.jobs[waiting.id]

@@ -42,6 +42,7 @@ from airflow_quota_provider.core import (
     settle,
 )
 from airflow_quota_provider.core.admission import check_fits_ever
+from airflow_quota_provider.core.model import Share
 from airflow_quota_provider.pool_manager.fleet import Fleet
 from airflow_quota_provider.pool_manager.tasks import PoolTask, TaskKey, TaskState
 
@@ -72,6 +73,7 @@ class Stop:
     preemptor: TaskKey
     fails: bool
     note: str
+    slots: int
     started: float | None = None
     """When the victim's current try started, if Airflow says."""
 
@@ -102,26 +104,19 @@ class PoolPlan:
     recheck_at: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class History:
-    """What Airflow does not keep for a task: how often it has been preempted, and how
-    many preemptions it survives (``None`` = no cap)."""
-
-    preemptions: int = 0
-    preemption_retries: int | None = None
-
-
-NO_HISTORY = History()
-
-
 def decide(
     fleet: Fleet,
     tasks: Iterable[PoolTask],
     now: float,
-    history: Mapping[TaskKey, History] | None = None,
+    preemptions: Mapping[TaskKey, int] | None = None,
 ) -> PoolPlan:
-    """Decide one cycle for the task instances of ``fleet``'s pools at time ``now``."""
-    history = history or {}
+    """Decide one cycle for the task instances of ``fleet``'s pools at time ``now``.
+
+    :param preemptions: how often each task has been preempted so far (Airflow does not
+        keep it; the manager's database does). How many preemptions a task survives is
+        its own ``preemption_retries`` or its share's.
+    """
+    preemptions = preemptions or {}
     by_id: dict[str, PoolTask] = {}
     holders: list[PoolTask] = []
     waiting: list[tuple[str, PoolTask]] = []
@@ -142,10 +137,10 @@ def decide(
                 refused.append(refusal)
     state = QueueState.from_jobs(
         fleet.config,
-        running_jobs(fleet, holders, now, history),
-        (_waiting(fleet, job_id, task, history) for job_id, task in waiting),
+        running_jobs(fleet, holders, now, preemptions),
+        _waiting(fleet, waiting, preemptions),
     )
-    applier = _Recorder(fleet, by_id)
+    applier = _Recorder(by_id)
     settled = settle(state, now, applier)
     stopped = {stop.key for stop in applier.stops}
     slots = dict.fromkeys(fleet.shares, 0)
@@ -211,7 +206,7 @@ def _never_fits(fleet: Fleet, task: PoolTask) -> Refusal | None:
 
 
 def running_jobs(
-    fleet: Fleet, holders: list[PoolTask], now: float, history: Mapping[TaskKey, History]
+    fleet: Fleet, holders: list[PoolTask], now: float, preemptions: Mapping[TaskKey, int]
 ) -> list[RunningJob]:
     """The holders as running jobs; per share, in start order, those beyond what the share
     owns borrow (Airflow keeps no record of it, and a restarted manager must agree)."""
@@ -225,7 +220,6 @@ def running_jobs(
         assert share is not None
         before = used.get((share_name, unit), 0)
         used[(share_name, unit)] = before + task.slots
-        past = history.get(task.key, NO_HISTORY)
         jobs.append(
             RunningJob(
                 str(task.key),
@@ -234,8 +228,8 @@ def running_jobs(
                 task.priority_weight,
                 task.start_date if task.start_date is not None else now,
                 submitted=task.run_date,
-                preemptions=past.preemptions,
-                preemption_retries=past.preemption_retries,
+                preemptions=preemptions.get(task.key, 0),
+                preemption_retries=_retries(share, task),
                 terminating=task.state is TaskState.RESTARTING,
                 borrowing=before + task.slots > share.owns(unit),
             )
@@ -244,26 +238,35 @@ def running_jobs(
 
 
 def _waiting(
-    fleet: Fleet, job_id: str, task: PoolTask, history: Mapping[TaskKey, History]
-) -> WaitingJob:
-    share_name, unit = fleet.shares[task.pool]
-    past = history.get(task.key, NO_HISTORY) if history else NO_HISTORY
-    return WaitingJob(
-        job_id,
-        share_name,
-        {unit: task.slots},
-        task.priority_weight,
-        task.run_date,
-        preemptions=past.preemptions,
-        preemption_retries=past.preemption_retries,
-    )
+    fleet: Fleet, waiting: list[tuple[str, PoolTask]], preemptions: Mapping[TaskKey, int]
+) -> Iterator[WaitingJob]:
+    caps = {s.name: s.preemption_retries for s in fleet.config.shares}
+    for job_id, task in waiting:
+        share_name, unit = fleet.shares[task.pool]
+        own = task.preemption_retries
+        yield WaitingJob(
+            job_id,
+            share_name,
+            {unit: task.slots},
+            task.priority_weight,
+            task.run_date,
+            # a task preempted before is rare: most cycles look up none
+            preemptions=preemptions.get(task.key, 0) if preemptions else 0,
+            preemption_retries=caps[share_name] if own is None else own,
+        )
+
+
+def _retries(share: Share | None, task: PoolTask) -> int | None:
+    """Preemptions the task survives: its own cap, else its share's (``None``: no cap)."""
+    if task.preemption_retries is not None:
+        return task.preemption_retries
+    return None if share is None else share.preemption_retries
 
 
 class _Recorder:
     """The settle loop's Applier: records the decisions; the manager applies them."""
 
-    def __init__(self, fleet: Fleet, tasks: Mapping[str, PoolTask]) -> None:
-        self.fleet = fleet
+    def __init__(self, tasks: Mapping[str, PoolTask]) -> None:
         self.tasks = tasks
         self.starts: list[Start] = []
         self.stops: list[Stop] = []
@@ -290,6 +293,7 @@ class _Recorder:
                 preemptor,
                 preemption.fails,
                 note[:NOTE_LIMIT],
+                task.slots,
                 started=task.start_date,
             )
         )

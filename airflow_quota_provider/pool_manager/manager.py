@@ -27,14 +27,32 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from airflow_quota_provider.pool_manager.decide import History, PoolPlan, Stop, decide
+from airflow_quota_provider.pool_manager.decide import PoolPlan, Stop, decide
 from airflow_quota_provider.pool_manager.fleet import Fleet
 from airflow_quota_provider.pool_manager.gateway import AirflowGateway, GatewayError, PoolSlots
 from airflow_quota_provider.pool_manager.store import Store
+from airflow_quota_provider.pool_manager.tasks import PoolTask, TaskKey
 
 log = logging.getLogger(__name__)
 
 MAX_BACKOFF_SECONDS = 60.0
+
+
+@dataclass(frozen=True)
+class Observed:
+    """The fleet as Airflow shows it now, with what the core decides for it."""
+
+    tasks: list[PoolTask]
+    preemptions: dict[TaskKey, int]
+    plan: PoolPlan
+
+
+def observe(fleet: Fleet, gateway: AirflowGateway, store: Store, now: float) -> Observed:
+    """Read the managed pools' task instances and decide for them, as every cycle does
+    (and the GPU Quotas view, so it shows the manager's own reasons)."""
+    tasks = gateway.task_instances(fleet)
+    preemptions = store.preemptions(task.key for task in tasks)
+    return Observed(tasks, preemptions, decide(fleet, tasks, now, preemptions))
 
 
 @dataclass(frozen=True)
@@ -64,24 +82,12 @@ class PoolManager:
 
     def cycle(self) -> CycleReport:
         calls = self.gateway.calls
-        tasks = self.gateway.task_instances(self.fleet)
-        pools = self.gateway.pools()
-        counts = self.store.preemptions(task.key for task in tasks)
-        history = {
-            task.key: History(
-                counts.get(task.key, 0),
-                task.preemption_retries
-                if task.preemption_retries is not None
-                else self._retries(task.pool),
-            )
-            for task in tasks
-        }
         now = self.clock()
-        plan = decide(self.fleet, tasks, now, history)
+        plan = observe(self.fleet, self.gateway, self.store, now).plan
+        pools = self.gateway.pools()
         changed = self._set_pools(plan, pools, grow=False)
-        slots = {task.key: task.slots for task in tasks}
         for stop in plan.stop:
-            self._preempt(stop, now, slots[stop.key])
+            self._preempt(stop, now)
         for refusal in plan.refuse:
             log.warning("failing %s: %s", refusal.key, refusal.note)
             self.gateway.fail(refusal.key, refusal.note)
@@ -117,18 +123,14 @@ class PoolManager:
             )
             _sleep(interval, should_stop)
 
-    def _retries(self, pool: str) -> int | None:
-        share = self.fleet.config.share(self.fleet.shares[pool][0])
-        return None if share is None else share.preemption_retries
-
-    def _preempt(self, stop: Stop, now: float, slots: int) -> None:
+    def _preempt(self, stop: Stop, now: float) -> None:
         if stop.fails:
             log.warning("failing %s: %s", stop.key, stop.note)
             self.gateway.fail(stop.key, stop.note)
         else:
             log.info("clearing %s: %s", stop.key, stop.note)
             self.gateway.clear(stop.key, stop.note)
-        self.store.record_preemption(stop, _moment(now), slots)
+        self.store.record_preemption(stop, _moment(now))
 
     def _set_pools(self, plan: PoolPlan, pools: dict[str, PoolSlots], *, grow: bool) -> int:
         """Create, restore or shrink pools (``grow=False``), or grow them (``grow=True``)."""

@@ -138,7 +138,7 @@ class Store:
             return counts
         return {key: counts[key] for key in keys if key in counts}
 
-    def record_preemption(self, stop: Stop, at: datetime, slots: int = 0) -> None:
+    def record_preemption(self, stop: Stop, at: datetime) -> None:
         with Session(self.engine) as session, session.begin():
             session.add(
                 PreemptionRow(
@@ -149,7 +149,7 @@ class Store:
                     preemptor=str(stop.preemptor),
                     fails=stop.fails,
                     note=stop.note,
-                    slots=slots,
+                    slots=stop.slots,
                     started=None
                     if stop.started is None
                     else datetime.fromtimestamp(stop.started, UTC),

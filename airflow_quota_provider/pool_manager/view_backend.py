@@ -23,15 +23,11 @@ from dataclasses import replace
 from airflow_quota_provider.core import Wait
 from airflow_quota_provider.core.occupancy import Occupancy, occupancy
 from airflow_quota_provider.exceptions import ViewError
-from airflow_quota_provider.hooks.submission import TAG_PREFIX
-from airflow_quota_provider.pool_manager.decide import (
-    History,
-    PoolPlan,
-    decide,
-    running_jobs,
-)
+from airflow_quota_provider.hooks.submission import TaskIdentity
+from airflow_quota_provider.pool_manager.decide import PoolPlan, running_jobs
 from airflow_quota_provider.pool_manager.fleet import Fleet
 from airflow_quota_provider.pool_manager.gateway import AirflowGateway
+from airflow_quota_provider.pool_manager.manager import observe
 from airflow_quota_provider.pool_manager.store import PreemptionRow, Store
 from airflow_quota_provider.pool_manager.tasks import PoolTask, TaskKey, TaskState
 from airflow_quota_provider.view.explain import explain
@@ -89,12 +85,11 @@ class PoolsBackend:
             )
         if self._cached is not None and self._cached[0] > time.monotonic():
             return self._cached[1]
-        tasks = self.gateway.task_instances(self.fleet)
-        counts = self.store.preemptions(task.key for task in tasks)
-        history = {key: History(count) for key, count in counts.items()}
         now = self.clock()
-        plan = decide(self.fleet, tasks, now, history)
-        view = pools_view(self.fleet, tasks, plan, now, history, self.store.events())
+        seen = observe(self.fleet, self.gateway, self.store, now)
+        view = pools_view(
+            self.fleet, seen.tasks, seen.plan, now, seen.preemptions, self.store.events()
+        )
         if self.ttl > 0:
             self._cached = (time.monotonic() + self.ttl, view)
         return view
@@ -115,14 +110,14 @@ def pools_view(
     tasks: Sequence[PoolTask],
     plan: PoolPlan,
     now: float,
-    history: Mapping[TaskKey, History],
+    counts: Mapping[TaskKey, int],
     preemptions: Sequence[PreemptionRow],
 ) -> QueueView:
     """The view of a fleet from its task instances and the plan the core made for them."""
     config = fleet.config
     managed = [t for t in tasks if t.pool in fleet.shares]
     holders = [t for t in managed if t.state.holds]
-    running = running_jobs(fleet, holders, now, history)
+    running = running_jobs(fleet, holders, now, counts)
     usage: dict[str, dict[str, int]] = {}
     for job in running:
         for unit, count in job.demand.items():
@@ -131,7 +126,6 @@ def pools_view(
     victims = next_victims(config, running, table, now)
     by_key = {t.key: t for t in managed}
     borrowing = {job.id for job in running if job.borrowing}
-    counts: dict[TaskKey, int] = {key: h.preemptions for key, h in history.items()}
     # the admitted tasks start next, ahead of those left waiting
     waiting = [
         _admitted(fleet, by_key[start.key], now, index + 1, counts)
@@ -252,11 +246,4 @@ def _event(fleet: Fleet, row: PreemptionRow) -> PreemptionEvent:
 
 def _link(key: TaskKey) -> TaskLink | None:
     """The task instance's page in the Airflow UI (the view's link for every job)."""
-    return task_link(
-        {
-            f"{TAG_PREFIX}dag_id": key.dag_id,
-            f"{TAG_PREFIX}run_id": key.run_id,
-            f"{TAG_PREFIX}task_id": key.task_id,
-            f"{TAG_PREFIX}map_index": str(key.map_index),
-        }
-    )
+    return task_link(TaskIdentity(key.dag_id, key.task_id, key.run_id, key.map_index).tags())

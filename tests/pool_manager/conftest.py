@@ -74,3 +74,14 @@ def task_instance(api: AirflowApi, dag_id: str, run_id: str, task_id: str) -> di
 def trigger(api: AirflowApi, dag_id: str, seconds: float) -> str:
     body = {"logical_date": None, "conf": {"seconds": seconds}}
     return str(api.post(f"/api/v2/dags/{dag_id}/dagRuns", body)["dag_run_id"])
+
+
+def wait_state(
+    stack: Stack, dag_id: str, run_id: str, state: str, what: str, timeout: float = 120
+) -> None:
+    """Wait until the ``train`` task of a run is in ``state``."""
+
+    def reached() -> bool:
+        return task_instance(stack.api, dag_id, run_id, "train")["state"] == state
+
+    wait_for(what, reached, timeout, stack.processes)

@@ -8,7 +8,6 @@ from dataclasses import replace
 from airflow_quota_provider.core import PreemptionKind, WaitCode
 from airflow_quota_provider.core.model import Backend
 from airflow_quota_provider.pool_manager.decide import (
-    History,
     PoolPlan,
     Refusal,
     Start,
@@ -125,6 +124,7 @@ def test_an_owner_reclaims_its_pool_shrinks_nothing_else_opens_until_the_victim_
                 "borrows 6 gpu (uses 14, owns 8); share nlp reclaims it for job train/run-1/n, "
                 "which needs 8 gpu within what its share owns"
             ),
+            slots=6,
             started=5,
         ),
     )
@@ -193,9 +193,22 @@ def test_a_task_whose_preemptions_are_used_up_is_failed_not_cleared() -> None:
         task("vision", VISION, 8, RUNNING),
         task("urgent", NLP, 8, weight=100),
     ]
-    history = {key("low"): History(preemptions=2, preemption_retries=2)}
-    (stop,) = decide(FLEET, tasks, now=10, history=history).stop
+    tasks[0] = replace(tasks[0], preemption_retries=2)
+    (stop,) = decide(FLEET, tasks, now=10, preemptions={key("low"): 2}).stop
     assert stop.fails and stop.note.startswith("Failed by the quota pool manager for ")
+
+
+def test_a_share_caps_preemptions_of_tasks_that_set_no_cap_of_their_own() -> None:
+    capped = replace(CONFIG, shares=tuple(replace(s, preemption_retries=1) for s in CONFIG.shares))
+    tasks = [
+        task("low", NLP, 8, RUNNING, weight=1),
+        task("vision", VISION, 8, RUNNING),
+        task("urgent", NLP, 8, weight=100),
+    ]
+    (stop,) = decide(Fleet.of(capped), tasks, now=10, preemptions={key("low"): 1}).stop
+    assert stop.fails
+    (stop,) = decide(Fleet.of(capped), tasks, now=10, preemptions={key("low"): 0}).stop
+    assert not stop.fails
 
 
 def test_tasks_of_other_pools_are_none_of_its_business() -> None:

@@ -22,7 +22,13 @@ import pytest
 from airflow_quota_provider.demo.processes import wait_for
 from airflow_quota_provider.demo.stack import Stack
 from airflow_quota_provider.pool_manager.gateway import AirflowGateway, Credentials
-from tests.pool_manager.conftest import HERE, managed_stack, task_instance, trigger
+from tests.pool_manager.conftest import (
+    HERE,
+    managed_stack,
+    task_instance,
+    trigger,
+    wait_state,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -39,11 +45,7 @@ def test_an_owner_reclaims_its_gpus_and_the_borrower_runs_again_later(stack: Sta
     api = stack.api
 
     vision_run = trigger(api, "pools_vision", seconds=40)
-
-    def vision_running() -> bool:
-        return task_instance(api, "pools_vision", vision_run, "train")["state"] == "running"
-
-    wait_for("the vision task to borrow nlp's GPUs", vision_running, 120, stack.processes)
+    wait_state(stack, "pools_vision", vision_run, "running", "the vision task to borrow nlp's GPUs")
     assert api.get("/api/v2/pools/quota-vision-gpu")["slots"] == 4
     nlp_run = trigger(api, "pools_nlp", seconds=3)
     seen: list[tuple[str, str | None]] = []
@@ -61,10 +63,8 @@ def test_an_owner_reclaims_its_gpus_and_the_borrower_runs_again_later(stack: Sta
     assert nlp_ran, seen
     assert all(vision != "running" for vision, _ in seen[nlp_ran[0] :]), seen
 
-    def vision_done() -> bool:
-        return task_instance(api, "pools_vision", vision_run, "train")["state"] == "success"
-
-    wait_for("the vision task to run again and succeed", vision_done, 180, stack.processes)
+    what = "the vision task to run again and succeed"
+    wait_state(stack, "pools_vision", vision_run, "success", what, 180)
     nlp = task_instance(api, "pools_nlp", nlp_run, "train")
     latency = _seconds(nlp["start_date"]) - _seconds(nlp["scheduled_when"])
     print(f"\nreclaim latency (owner's task scheduled -> running, 1 s cycles): {latency:.1f} s")
@@ -116,11 +116,7 @@ def test_status_explain_and_events_show_the_pools_fleet(stack: Stack) -> None:
     events = cli("events")
     assert "RECLAIM" in events and "pools_vision/" in events, events
     run_id = trigger(stack.api, "pools_vision", seconds=30)
-
-    def running() -> bool:
-        return task_instance(stack.api, "pools_vision", run_id, "train")["state"] == "running"
-
-    wait_for("a vision task to run", running, 120, stack.processes)
+    wait_state(stack, "pools_vision", run_id, "running", "a vision task to run")
     explained = cli("explain", "pools_vision", "train", run_id)
     assert f"pools_vision/{run_id}/train is RUNNING with 4 gpu in share vision, borrowing" in (
         explained
@@ -142,17 +138,9 @@ def test_a_task_that_caps_its_preemptions_at_0_is_failed_by_its_first(stack: Sta
     """``executor_config={"quota": {"preemption_retries": 0}}``: a reclaim fails the task."""
     api = stack.api
     vision_run = trigger(api, "pools_vision_once", seconds=60)
-
-    def vision_running() -> bool:
-        return task_instance(api, "pools_vision_once", vision_run, "train")["state"] == "running"
-
-    wait_for("the vision task to borrow", vision_running, 120, stack.processes)
+    wait_state(stack, "pools_vision_once", vision_run, "running", "the vision task to borrow")
     nlp_run = trigger(api, "pools_nlp", seconds=1)
-
-    def nlp_done() -> bool:
-        return task_instance(api, "pools_nlp", nlp_run, "train")["state"] == "success"
-
-    wait_for("the nlp task to reclaim and finish", nlp_done, 180, stack.processes)
+    wait_state(stack, "pools_nlp", nlp_run, "success", "the nlp task to reclaim and finish", 180)
     vision = task_instance(api, "pools_vision_once", vision_run, "train")
     assert (vision["state"], vision["try_number"]) == ("failed", 1), vision
     assert vision["note"].startswith(

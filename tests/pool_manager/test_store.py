@@ -32,7 +32,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
 
 
 def stop(key: TaskKey, fails: bool = False) -> Stop:
-    return Stop(key, "quota-a-gpu", PreemptionKind.IN_SHARE, URGENT, fails, f"note for {key}")
+    return Stop(key, "quota-a-gpu", PreemptionKind.IN_SHARE, URGENT, fails, f"note for {key}", 2)
 
 
 def test_preemptions_are_counted_per_task_and_listed_newest_first(store: Store) -> None:

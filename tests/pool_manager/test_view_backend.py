@@ -27,7 +27,7 @@ def test_a_borrower_an_owner_waiting_for_it_and_a_task_admitted_read_as_in_the_b
     plan = decide(FLEET, tasks, NOW)
     store = Store(f"sqlite:///{tmp_path / 'm.db'}")
     (stop,) = plan.stop
-    store.record_preemption(stop, datetime.fromtimestamp(NOW, UTC), slots=6)
+    store.record_preemption(stop, datetime.fromtimestamp(NOW, UTC))
     view = pools_view(FLEET, tasks, plan, NOW, {}, store.events())
 
     assert [(j.job_id, j.status, j.position, j.reason_code) for j in view.waiting] == [
