@@ -75,7 +75,13 @@ SHARE_KEYS: Final = (
     "weight",
     "min_runtime_seconds",
     "preemption_retries",
+    "preemptible",
 )
+_POOLS_ONLY_SHARE_KEYS: Final = {
+    "preemption_retries": "each job sets it (preemptionRetriesBeforeTermination)",
+    "preemptible": "AWS Batch may preempt any job of a share",
+}
+"""Share keys only the ``airflow_pools`` backend acts on, and why ``aws_batch`` has none."""
 
 QueueUnits = Mapping[str, int | None]
 """A queue's units with their capacity; ``None`` where the capacity itself is invalid."""
@@ -122,12 +128,10 @@ def parse_config(
     backend, pools = parse_backend(data, names, sorted(queue or {}), problems)
     if backend is Backend.AWS_BATCH:
         for index, item in enumerate(data.get("shares") or ()):
-            if isinstance(item, Mapping) and "preemption_retries" in item:
-                message = (
-                    "preemption_retries of a share is for backend airflow_pools; with "
-                    "aws_batch each job sets it (preemptionRetriesBeforeTermination)"
-                )
-                problems.append(Problem(f"shares[{index}].preemption_retries", message))
+            for key, why in _POOLS_ONLY_SHARE_KEYS.items():
+                if isinstance(item, Mapping) and key in item:
+                    message = f"{key} of a share is for backend airflow_pools; with aws_batch {why}"
+                    problems.append(Problem(f"shares[{index}].{key}", message))
     if problems or queue is None:
         raise ConfigError(problems, source)
     return QueueConfig(
@@ -174,6 +178,7 @@ def share_from_mapping(
     weight = fields.get("weight", number(0, strict=True), 1.0)
     min_runtime = fields.get("min_runtime_seconds", _SECONDS, None)
     retries = fields.get("preemption_retries", aws_integer(0), None)
+    preemptible = fields.get("preemptible", boolean, True)
     if problems or capacity is None:
         return None, problems
     share = Share(
@@ -186,6 +191,7 @@ def share_from_mapping(
         weight=float(weight),
         min_runtime_seconds=_seconds(min_runtime),
         preemption_retries=retries,
+        preemptible=preemptible,
     )
     return share, []
 
@@ -438,6 +444,8 @@ def _share_to_dict(share: Share) -> dict[str, Any]:
         data["min_runtime_seconds"] = _plain(share.min_runtime_seconds)
     if share.preemption_retries is not None:
         data["preemption_retries"] = share.preemption_retries
+    if not share.preemptible:
+        data["preemptible"] = False
     return data
 
 

@@ -59,7 +59,7 @@ from airflow_quota_provider.core.preemption import (
     in_share_candidates,
     plan_preemption,
 )
-from airflow_quota_provider.core.reasons import FailureCode, WaitCode
+from airflow_quota_provider.core.reasons import FailureCode, WaitCode, listed
 from airflow_quota_provider.core.state import QueueEntry, QueueState
 from airflow_quota_provider.core.usage import UsageView
 
@@ -214,6 +214,11 @@ class _Cycle:
             )
             if self.recheck_at is None or plan.protected_until < self.recheck_at:
                 self.recheck_at = plan.protected_until
+        if plan.unstoppable:
+            verb = "is" if len(plan.unstoppable) == 1 else "are"
+            message += (
+                f"; {listed(sorted(plan.unstoppable))} would make room but {verb} not preemptible"
+            )
         if shortfall.code in _HOLDING_SHORTFALLS:
             for unit, need in job.demand.items():
                 if need > self.after.free_for(share, unit):

@@ -30,6 +30,11 @@ class WaitingJob:
     :param preemption_retries: preemptions it survives; the next one fails it.
         ``None`` = requeued forever.
     :param checkpoint_interval: seconds of work between checkpoints, if known.
+    :param preemptible: ``False`` for a job whose work cannot be stopped from
+        outside: it is never chosen as a victim, and jobs waiting for its
+        capacity say so.
+    :param min_runtime_seconds: the job's own protection from reclaim, instead of
+        its share's or the queue's ``min_runtime_seconds``.
     """
 
     id: str
@@ -40,6 +45,8 @@ class WaitingJob:
     preemptions: int = 0
     preemption_retries: int | None = None
     checkpoint_interval: float | None = None
+    preemptible: bool = True
+    min_runtime_seconds: float | None = None
 
     @property
     def order_key(self) -> tuple[int, float, str]:
@@ -63,6 +70,8 @@ class WaitingJob:
             checkpoint_interval=self.checkpoint_interval,
             resumed_work=resumed_work,
             borrowing=borrowing,
+            preemptible=self.preemptible,
+            min_runtime_seconds=self.min_runtime_seconds,
         )
 
 
@@ -76,6 +85,8 @@ class RunningJob:
         is still held until the caller reports it stopped.
     :param borrowing: its admission borrowed capacity; such jobs are reclaimed
         before jobs of their share that started within what it owned.
+    :param preemptible: see :class:`WaitingJob`.
+    :param min_runtime_seconds: see :class:`WaitingJob`.
     """
 
     id: str
@@ -90,6 +101,8 @@ class RunningJob:
     resumed_work: float = 0.0
     terminating: bool = False
     borrowing: bool = False
+    preemptible: bool = True
+    min_runtime_seconds: float | None = None
 
     def progress(self, now: float) -> float:
         """Seconds of work done by ``now``: what it resumed from plus this attempt's run."""
@@ -116,6 +129,8 @@ class RunningJob:
             preemptions=self.preemptions + 1,
             preemption_retries=self.preemption_retries,
             checkpoint_interval=self.checkpoint_interval,
+            preemptible=self.preemptible,
+            min_runtime_seconds=self.min_runtime_seconds,
         )
 
     @property

@@ -102,6 +102,9 @@ class Share:
     preemption_retries: int | None = None
     """With ``airflow_pools``: preemptions a task of this share survives; the next one
     fails it (``None``: no cap). AWS Batch sets this per job instead."""
+    preemptible: bool = True
+    """With ``airflow_pools``: ``False`` when the share's tasks cannot stop their external
+    work, so they are never preempted (a task may say otherwise for itself)."""
 
     @property
     def enabled(self) -> bool:

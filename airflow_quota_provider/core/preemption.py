@@ -19,8 +19,11 @@ publishing the rule). This engine adopts Kueue's rules, in this order:
    job could never be reclaimed). Only jobs that were running before the cycle
    count: a borrower admitted in the same cycle never makes an older job of its
    share a victim (it becomes one itself, first, in the next cycle). Jobs
-   younger than ``min_runtime_seconds`` (an opt-in extension) are not
-   reclaimed. Jobs already being preempted are never chosen twice.
+   younger than ``min_runtime_seconds`` (an opt-in extension; a job's own
+   setting wins over its share's, which wins over the queue's) are not
+   reclaimed. Jobs marked not preemptible (their work cannot be stopped from
+   outside) are never chosen; the preemptor's reason names them. Jobs already
+   being preempted are never chosen twice.
 3. **Order.** Other shares' jobs before the preemptor's own share; among
    them, jobs that borrowed when they started before jobs that started within
    what their share owned (AWS weighs "the number of instances a job is
@@ -44,7 +47,7 @@ from dataclasses import dataclass
 
 from airflow_quota_provider.core.jobs import RunningJob, WaitingJob
 from airflow_quota_provider.core.model import QueueConfig, Resources, Share, VictimOrder
-from airflow_quota_provider.core.reasons import PreemptionKind
+from airflow_quota_provider.core.reasons import PreemptionKind, listed
 from airflow_quota_provider.core.state import QueueState
 from airflow_quota_provider.core.usage import UsageView
 
@@ -58,10 +61,12 @@ class Victim:
 @dataclass(frozen=True, slots=True)
 class Plan:
     """Victims for one preemptor, or none; ``protected_until`` is the earliest
-    time a job skipped for ``min_runtime_seconds`` becomes a candidate."""
+    time a job skipped for ``min_runtime_seconds`` becomes a candidate;
+    ``unstoppable`` the jobs that would have been candidates but are not preemptible."""
 
     victims: tuple[Victim, ...] | None
     protected_until: float | None = None
+    unstoppable: tuple[str, ...] = ()
 
 
 class _Need:
@@ -119,21 +124,23 @@ def plan_preemption(
     """
     config = state.config
     in_share = in_share_candidates(state, job, share, excluded)
+    unstoppable = _unstoppable_in_share(state, job, share)
     may_reclaim = fits_own_after(after, share, job.demand, in_share)
     if not may_reclaim and not in_share:
-        return Plan(None)  # a borrower with no lower-priority job of its own has no candidate
+        # a borrower with no lower-priority job of its own it may preempt has no candidate
+        return Plan(None, unstoppable=unstoppable)
     need = _Need(config, share, dict(job.demand), held, reclaims=may_reclaim)
     short = need.short_units(after)
-    reclaim, protected_until = (
-        _reclaim_candidates(state, running, share, short, now, excluded)
-        if may_reclaim
-        else ([], None)
-    )
+    reclaim, protected_until = [], None
+    if may_reclaim:
+        found = _reclaim_candidates(state, running, share, short, now, excluded)
+        reclaim, protected_until = found.candidates, found.protected_until
+        unstoppable += found.unstoppable
     candidates = _ordered(config, reclaim, now, borrowers_first=True) + _ordered(
         config, in_share, now, borrowers_first=False
     )
     if not candidates:
-        return Plan(None, protected_until)
+        return Plan(None, protected_until, unstoppable)
     scratch, holding = after.copy(), running.copy()
     chosen: list[Victim] = []
     for candidate in candidates:
@@ -145,7 +152,7 @@ def plan_preemption(
             chosen.append(victim)
             short = need.short_units(scratch)
     if short or not chosen:
-        return Plan(None, protected_until)
+        return Plan(None, protected_until, unstoppable)
     for victim in reversed(list(chosen)):
         scratch.add(victim.job.share, victim.job.demand)
         if need.short_units(scratch):
@@ -181,6 +188,13 @@ def _owned(share: Share | None, unit: str) -> int:
     return 0 if share is None else share.owns(unit)
 
 
+@dataclass
+class _Reclaimable:
+    candidates: list[RunningJob]
+    protected_until: float | None = None
+    unstoppable: tuple[str, ...] = ()
+
+
 def _reclaim_candidates(
     state: QueueState,
     running: UsageView,
@@ -188,28 +202,35 @@ def _reclaim_candidates(
     short: set[str],
     now: float,
     excluded: Collection[str],
-) -> tuple[list[RunningJob], float | None]:
+) -> _Reclaimable:
     """Jobs of other shares above what they own (a job may reclaim only if its share
     stays within what it owns, which the caller checked)."""
     config = state.config
-    candidates: list[RunningJob] = []
-    protected_until: float | None = None
+    found = _Reclaimable([])
     for other, usage in state.usage_by_share().items():
         owner = config.share(other)
         if other == share.name or not any(
             running.used(other, u) > _owned(owner, u) for u in short if usage.get(u, 0)
         ):
             continue
-        min_runtime = config.min_runtime_for(owner) if owner else None
+        share_min_runtime = config.min_runtime_for(owner) if owner else None
         for candidate in state.running_of(other):
             if candidate.terminating or candidate.id in excluded:
                 continue
+            if not candidate.preemptible:
+                if short & set(candidate.demand):
+                    found.unstoppable += (candidate.id,)
+                continue
+            min_runtime = candidate.min_runtime_seconds
+            if min_runtime is None:
+                min_runtime = share_min_runtime
             if min_runtime and now - candidate.started < min_runtime:
                 until = candidate.started + min_runtime
-                protected_until = until if protected_until is None else min(protected_until, until)
+                if found.protected_until is None or until < found.protected_until:
+                    found.protected_until = until
                 continue
-            candidates.append(candidate)
-    return candidates, protected_until
+            found.candidates.append(candidate)
+    return found
 
 
 def in_share_candidates(
@@ -223,9 +244,24 @@ def in_share_candidates(
         running
         for running in state.running_of(share.name)
         if running.priority < job.priority
+        and running.preemptible
         and not running.terminating
         and running.id not in excluded
     ]
+
+
+def _unstoppable_in_share(state: QueueState, job: WaitingJob, share: Share) -> tuple[str, ...]:
+    """The share's lower-priority jobs holding a unit ``job`` needs that in-share
+    preemption would take if they were preemptible."""
+    if not share.in_share_preemption:
+        return ()
+    return tuple(
+        running.id
+        for running in state.running_of(share.name)
+        if running.priority < job.priority
+        and not running.preemptible
+        and set(running.demand) & set(job.demand)
+    )
 
 
 def fits_own_after(
@@ -291,5 +327,4 @@ def describe_waiting_for(
     stopping = [job for job in state.terminating()]
     stopping += [job for job in map(state.running_job, chosen) if job is not None]
     names = sorted({job.id for job in stopping if set(demand) & set(job.demand)})
-    shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
-    return f"{share.name} waits for preempted jobs to stop: {shown}"
+    return f"{share.name} waits for preempted jobs to stop: {listed(names)}"

@@ -67,6 +67,12 @@ class PreemptionKind(str, enum.Enum):
     """Its share holds more than its lowered capacity allows."""
 
 
+def listed(names: list[str], most: int = 5) -> str:
+    """``names`` joined with commas, the first ``most`` of them and how many more."""
+    more = f" and {len(names) - most} more" if len(names) > most else ""
+    return ", ".join(names[:most]) + more
+
+
 def amount(count: int, unit: str) -> str:
     return f"{count} {unit}"
 

@@ -232,6 +232,8 @@ def running_jobs(
                 preemption_retries=_retries(share, task),
                 terminating=task.state is TaskState.RESTARTING,
                 borrowing=before + task.slots > share.owns(unit),
+                preemptible=share.preemptible if task.preemptible is None else task.preemptible,
+                min_runtime_seconds=task.min_runtime_seconds,
             )
         )
     return jobs
@@ -241,6 +243,7 @@ def _waiting(
     fleet: Fleet, waiting: list[tuple[str, PoolTask]], preemptions: Mapping[TaskKey, int]
 ) -> Iterator[WaitingJob]:
     caps = {s.name: s.preemption_retries for s in fleet.config.shares}
+    preemptible = {s.name: s.preemptible for s in fleet.config.shares}
     for job_id, task in waiting:
         share_name, unit = fleet.shares[task.pool]
         own = task.preemption_retries
@@ -253,6 +256,8 @@ def _waiting(
             # a task preempted before is rare: most cycles look up none
             preemptions=preemptions.get(task.key, 0) if preemptions else 0,
             preemption_retries=caps[share_name] if own is None else own,
+            preemptible=preemptible[share_name] if task.preemptible is None else task.preemptible,
+            min_runtime_seconds=task.min_runtime_seconds,
         )
 
 

@@ -231,6 +231,8 @@ def pool_task(ti: TaskInstanceResponse) -> PoolTask:
         start_date=_seconds(ti.start_date),
         try_number=ti.try_number,
         preemption_retries=overrides.preemption_retries,
+        preemptible=overrides.preemptible,
+        min_runtime_seconds=overrides.min_runtime_seconds,
         problem=overrides.problem,
     )
 

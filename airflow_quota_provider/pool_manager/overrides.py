@@ -5,8 +5,16 @@
 def finetune(): ...
 ```
 
-``preemption_retries`` (an integer >= 0) overrides the share's cap on how often
-the task may be preempted (0: its first preemption fails it). ``executor_config``
+Each key overrides its share's setting for this task:
+
+- ``preemption_retries`` (an integer >= 0): how often the task may be preempted
+  (0: its first preemption fails it);
+- ``preemptible`` (true or false): ``False`` for a task whose operator cannot stop
+  its external work when Airflow kills it (it is never chosen as a victim);
+- ``min_runtime_seconds`` (a number >= 0): how long after it starts the task is
+  protected from reclaim.
+
+``executor_config``
 is the one free-form per-task setting Airflow keeps; executors ignore keys they
 do not know (KubernetesExecutor reads ``pod_override``). Airflow's REST API
 returns it as the text of the Python dict, which is read back here without
@@ -17,20 +25,24 @@ of known keys with valid values is a problem the manager reports on the task.
 from __future__ import annotations
 
 import ast
-from collections.abc import Mapping
+import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from airflow_quota_provider.core.fields import show
 
 KEY = "quota"
-SETTINGS = ("preemption_retries",)
+SETTINGS = ("preemption_retries", "preemptible", "min_runtime_seconds")
 
 
 @dataclass(frozen=True)
 class Overrides:
-    """A task's own settings; ``problem`` says why they could not be read, if so."""
+    """A task's own settings (``None``: its share's); ``problem`` says why they could not
+    be read, if so."""
 
     preemption_retries: int | None = None
+    preemptible: bool | None = None
+    min_runtime_seconds: float | None = None
     problem: str | None = None
 
 
@@ -56,13 +68,39 @@ def overrides_of(executor_config: str | None) -> Overrides:
         return Overrides(
             problem=f"executor_config[{KEY!r}] has unknown keys {found}; allowed: {allowed}"
         )
-    retries = settings.get("preemption_retries")
-    if retries is not None and (type(retries) is not int or retries < 0):
-        return Overrides(
-            problem=f"executor_config[{KEY!r}]['preemption_retries'] must be an integer >= 0, "
-            f"got {show(retries)}"
-        )
-    return Overrides(preemption_retries=retries)
+    problems = [
+        f"executor_config[{KEY!r}][{key!r}] must be {want}, got {show(settings[key])}"
+        for key, (valid, want) in _RULES.items()
+        if settings.get(key) is not None and not valid(settings[key])
+    ]
+    if problems:
+        return Overrides(problem="; ".join(problems))
+    runtime = settings.get("min_runtime_seconds")
+    return Overrides(
+        preemption_retries=settings.get("preemption_retries"),
+        preemptible=settings.get("preemptible"),
+        min_runtime_seconds=None if runtime is None else float(runtime),
+    )
+
+
+def _count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _flag(value: object) -> bool:
+    return type(value) is bool
+
+
+def _seconds(value: object) -> bool:
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    return number and 0 <= value < math.inf  # type: ignore[operator]
+
+
+_RULES: dict[str, tuple[Callable[[object], bool], str]] = {
+    "preemption_retries": (_count, "an integer >= 0"),
+    "preemptible": (_flag, "True or False"),
+    "min_runtime_seconds": (_seconds, "a number of seconds >= 0"),
+}
 
 
 def _quota_entry(text: str) -> object:

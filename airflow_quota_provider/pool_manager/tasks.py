@@ -92,5 +92,9 @@ class PoolTask:
     try_number: int = 0
     preemption_retries: int | None = None
     """The task's own cap on preemptions (``executor_config["quota"]``), if it sets one."""
+    preemptible: bool | None = None
+    """``False`` if the task says it may not be preempted, ``None`` to follow its share."""
+    min_runtime_seconds: float | None = None
+    """The task's own protection from reclaim, if it sets one."""
     problem: str | None = None
     """Why the task's own settings could not be read; the manager fails it with this."""

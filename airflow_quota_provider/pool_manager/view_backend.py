@@ -211,7 +211,15 @@ def _job(
         next_victim=victim,
         task=_link(task.key),
         console_url="",
+        preemptible=_preemptible(fleet, task),
     )
+
+
+def _preemptible(fleet: Fleet, task: PoolTask) -> bool:
+    if task.preemptible is not None:
+        return task.preemptible
+    share = fleet.config.share(fleet.shares[task.pool][0])
+    return share is None or share.preemptible
 
 
 def _admitted(

@@ -62,6 +62,7 @@ class JobSpec:
     priority: int = 0
     preemption_retries: int | None = None
     checkpoint_interval: float | None = None
+    preemptible: bool = True
 
 
 @dataclass(frozen=True, slots=True)

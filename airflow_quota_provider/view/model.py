@@ -118,6 +118,9 @@ class JobView:
     next_victim: NextVictim | None
     task: TaskLink | None
     console_url: str
+    preemptible: bool = True
+    """``False`` for a task of a pools fleet that is never preempted (its share or the
+    task says its work cannot be stopped from outside)."""
 
 
 @dataclass(frozen=True)

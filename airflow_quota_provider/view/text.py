@@ -92,6 +92,8 @@ def running_note(job: JobView, style: Style) -> str:
     note = f"{instances(job.demand)}, {duration(job.age_seconds)}"
     if job.borrowing:
         note += ", " + style.borrowed("borrowing")
+    if not job.preemptible:
+        note += ", not preemptible"
     if job.reason_code == PREEMPTING:
         note += ", " + style.alert(f"being preempted: {job.reason}")
     elif job.next_victim is not None:

@@ -179,6 +179,7 @@ def job_streams(draw: st.DrawFn, config: QueueConfig, max_jobs: int = 16) -> tup
                     priority=priority,
                     preemption_retries=draw(st.one_of(st.none(), st.integers(0, 3))),
                     checkpoint_interval=draw(st.one_of(st.none(), st.integers(1, 20).map(float))),
+                    preemptible=draw(st.sampled_from([True, True, True, True, True, False])),
                 )
             )
     return tuple(jobs)

@@ -43,6 +43,25 @@ def test_a_pools_share_caps_the_preemptions_of_its_tasks() -> None:
     assert parse_config(config_to_dict(config)) == config
 
 
+def test_a_pools_share_may_say_its_tasks_are_not_preemptible() -> None:
+    shares = [{**FLEET["shares"][0], "preemptible": False}, FLEET["shares"][1]]
+    config = parse_config({**FLEET, "shares": shares})
+    nlp, vision = config.shares
+    assert (nlp.preemptible, vision.preemptible) == (False, True)
+    assert parse_config(config_to_dict(config)) == config
+    assert problems({**FLEET, "backend": "aws_batch", "shares": shares}) == [
+        (
+            "shares[0].preemptible",
+            "preemptible of a share is for backend airflow_pools; with aws_batch AWS Batch "
+            "may preempt any job of a share",
+        )
+    ]
+    shares = [{**FLEET["shares"][0], "preemptible": "no"}, FLEET["shares"][1]]
+    assert problems({**FLEET, "shares": shares}) == [
+        ("shares[0].preemptible", "must be true or false, got 'no'")
+    ]
+
+
 def test_the_default_backend_is_aws_batch_and_is_left_out_of_the_file_shape() -> None:
     data = {key: value for key, value in FLEET.items() if key != "backend"}
     config = parse_config(data)

@@ -38,7 +38,7 @@ UNIT_RULE = (
 )
 SHARE_KEYS = (
     "name, capacity, sharing, borrow_limit, in_share_preemption, state, weight, "
-    "min_runtime_seconds, preemption_retries"
+    "min_runtime_seconds, preemption_retries, preemptible"
 )
 QUEUE_KEYS = (
     "backend, job_queue, capacity, idle_assignment, min_runtime_seconds, victim_order, shares, "

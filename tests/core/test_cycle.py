@@ -522,6 +522,72 @@ def test_min_runtime_off_by_default_reclaims_at_once() -> None:
     assert [p.job_id for p in decisions.preempt] == ["c1"]
 
 
+def test_a_job_min_runtime_wins_over_its_share() -> None:
+    config = queue(
+        share("nlp").capacity(gpu=8), share("cv").capacity(gpu=8).min_runtime(600), gpu=16
+    )
+    jobs = [
+        running("c0", "cv", started=0, gpu=8),
+        RunningJob("c1", "cv", {"gpu": 8}, 0, 50.0, min_runtime_seconds=0),
+    ]
+    decisions = schedule(state(config, jobs, [waiting("n1", "nlp", gpu=4)]), 100)
+    assert [p.job_id for p in decisions.preempt] == ["c1"]
+    protected = [
+        RunningJob("c0", "cv", {"gpu": 8}, 0, 0.0, min_runtime_seconds=900),
+        RunningJob("c1", "cv", {"gpu": 8}, 0, 50.0, min_runtime_seconds=900),
+    ]
+    decisions = schedule(state(two_shares, protected, [waiting("n1", "nlp", gpu=4)]), 100)
+    assert (decisions.preempt, decisions.recheck_at) == ((), 900)
+
+
+def test_a_job_that_is_not_preemptible_is_passed_over_for_another_victim() -> None:
+    jobs = [
+        running("c0", "cv", started=0, gpu=8),
+        RunningJob("c1", "cv", {"gpu": 4}, 0, 80.0, preemptible=False),
+        running("c2", "cv", started=10, gpu=4),
+    ]
+    decisions = schedule(state(two_shares, jobs, [waiting("n1", "nlp", gpu=4)]), 100)
+    assert [p.job_id for p in decisions.preempt] == ["c2"]
+
+
+def test_a_reclaim_waits_when_only_jobs_that_are_not_preemptible_borrow() -> None:
+    jobs = [
+        RunningJob("c0", "cv", {"gpu": 8}, 0, 0.0, preemptible=False),
+        RunningJob("c1", "cv", {"gpu": 8}, 0, 80.0, preemptible=False),
+    ]
+    decisions = schedule(state(two_shares, jobs, [waiting("n1", "nlp", gpu=4)]), 100)
+    assert decisions.preempt == ()
+    wait = decisions.waiting["n1"]
+    assert (wait.code.value, wait.message) == (
+        "WAITING_FOR_OWN_CAPACITY",
+        "nlp needs 4 gpu within what it owns (uses 0 of 8); 0 free, the rest is held by jobs "
+        "that cannot be preempted now; c0, c1 would make room but are not preemptible",
+    )
+
+
+def test_in_share_preemption_passes_over_jobs_that_are_not_preemptible() -> None:
+    config = queue(share("a").capacity(gpu=8).in_share_preemption(), gpu=8)
+    jobs = [
+        RunningJob("low", "a", {"gpu": 4}, 1, 0.0, preemptible=False),
+        RunningJob("lower", "a", {"gpu": 4}, 0, 0.0, preemptible=False),
+    ]
+    decisions = schedule(state(config, jobs, [waiting("urgent", "a", 9, gpu=4)]), 100)
+    assert decisions.preempt == ()
+    assert decisions.waiting["urgent"].message.endswith(
+        "; low, lower would make room but are not preemptible"
+    )
+    jobs[1] = RunningJob("lower", "a", {"gpu": 4}, 0, 0.0)
+    decisions = schedule(state(config, jobs, [waiting("urgent", "a", 9, gpu=4)]), 100)
+    assert [(p.job_id, p.kind.value) for p in decisions.preempt] == [("lower", "IN_SHARE")]
+
+
+def test_a_waiting_job_carries_its_protection_into_the_run() -> None:
+    job = WaitingJob("j", "a", {"gpu": 1}, preemptible=False, min_runtime_seconds=60)
+    started = job.started(5.0)
+    assert (started.preemptible, started.min_runtime_seconds) == (False, 60)
+    assert (started.requeued().preemptible, started.requeued().min_runtime_seconds) == (False, 60)
+
+
 def _borrowers_config(idle: IdleAssignment) -> QueueConfig:
     base = queue(
         share("nlp").capacity(gpu=4).weight(1),

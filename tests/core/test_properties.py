@@ -204,6 +204,7 @@ class EventLoop:
             spec.submit,
             preemption_retries=spec.preemption_retries,
             checkpoint_interval=spec.checkpoint_interval,
+            preemptible=spec.preemptible,
         )
         if check_submission(self.world.config, job) is None:
             self.state.add_waiting(job)
@@ -379,6 +380,16 @@ def test_reclaim_does_not_count_borrowers_admitted_in_the_same_cycle() -> None:
     run(SAME_CYCLE_BORROWER, check_reclaim_victims)
 
 
+@PROPERTY
+@given(worlds())
+def test_a_job_that_is_not_preemptible_is_never_preempted(world: World) -> None:
+    def check(cycle: Cycle) -> None:
+        for preemption in cycle.decisions.preempt:
+            assert cycle.before.running[preemption.job_id].preemptible, preemption
+
+    run(world, check)
+
+
 # --- 4. in-share preemption ----------------------------------------------------------------
 
 
@@ -446,7 +457,8 @@ RECLAIM_AND_IN_SHARE = World(
 def test_a_head_its_share_guarantee_covers_never_waits_for_a_job_to_finish(world: World) -> None:
     """A head that fits what its share owns, once the jobs it may preempt (lent capacity,
     lower-priority jobs of its share) are gone, starts or preempts: it never waits for a
-    running job to finish, unless that job is protected by ``min_runtime_seconds``."""
+    running job to finish, unless that job is protected by ``min_runtime_seconds`` or not
+    preemptible."""
 
     def check(cycle: Cycle) -> None:
         for share_name, queue in cycle.before.queues.items():
@@ -461,6 +473,7 @@ def test_a_head_its_share_guarantee_covers_never_waits_for_a_job_to_finish(world
             if wait.code in ALWAYS_EXCUSED:
                 continue
             protected = "protected by min_runtime_seconds" in wait.message
+            protected |= "not preemptible" in wait.message
             assert wait.code is WaitCode.WAITING_FOR_OWN_CAPACITY and protected, (
                 f"t={cycle.now:g}: {head.id} ({dict(head.demand)}) fits what {share_name} owns "
                 f"(uses {cycle.before.usage.get(share_name, {})}) but waits: {wait}"

@@ -211,6 +211,55 @@ def test_a_share_caps_preemptions_of_tasks_that_set_no_cap_of_their_own() -> Non
     assert not stop.fails
 
 
+def test_a_share_whose_tasks_are_not_preemptible_is_never_reclaimed_and_the_owner_says_why() -> (
+    None
+):
+    fixed = replace(
+        CONFIG,
+        shares=tuple(
+            replace(s, preemptible=False) if s.name == "vision" else s for s in CONFIG.shares
+        ),
+    )
+    tasks = [
+        task("v-own", VISION, 8, RUNNING, started=0),
+        task("v-borrow", VISION, 6, RUNNING, started=5),
+        task("n", NLP, 8),
+    ]
+    plan = decide(Fleet.of(fixed), tasks, now=100)
+    assert plan.stop == () and plan.start == ()
+    wait = plan.waiting[key("n")]
+    assert (wait.code, wait.message) == (
+        WaitCode.WAITING_FOR_OWN_CAPACITY,
+        "nlp needs 8 gpu within what it owns (uses 0 of 8); 2 free, the rest is held by jobs "
+        "that cannot be preempted now; train/run-1/v-borrow, train/run-1/v-own would make "
+        "room but are not preemptible",
+    )
+    # a task of that share that says it is preemptible is reclaimed as usual
+    tasks[1] = replace(tasks[1], preemptible=True)
+    plan = decide(Fleet.of(fixed), tasks, now=100)
+    assert [stop.key for stop in plan.stop] == [key("v-borrow")]
+
+
+def test_a_task_may_protect_itself_from_preemption_or_for_a_while() -> None:
+    tasks = [
+        task("low", NLP, 6, RUNNING, weight=1),
+        task("vision", VISION, 10, RUNNING, started=90),
+        task("urgent", NLP, 4, weight=100),
+    ]
+    tasks[0] = replace(tasks[0], preemptible=False)
+    plan = decide(FLEET, tasks, now=100)
+    assert plan.stop == ()
+    assert plan.waiting[key("urgent")].message.endswith(
+        "train/run-1/low would make room but is not preemptible"
+    )
+    # its own min_runtime_seconds keeps a borrower running for that long after it started
+    reclaim = [task("vision", VISION, 14, RUNNING, started=90), task("n", NLP, 8)]
+    reclaim[0] = replace(reclaim[0], min_runtime_seconds=60)
+    plan = decide(FLEET, reclaim, now=100)
+    assert (plan.stop, plan.recheck_at) == ((), 150)
+    assert [stop.key for stop in decide(FLEET, reclaim, now=150).stop] == [key("vision")]
+
+
 def test_tasks_of_other_pools_are_none_of_its_business() -> None:
     plan = decide(FLEET, [task("etl", "default_pool", 100), task("a", NLP, 1)], now=10)
     assert plan == PoolPlan(slots=slots(nlp=1), start=(Start(key("a"), NLP, 1, 0),))

@@ -57,12 +57,34 @@ class Opaque:
             id="a boolean cap",
         ),
         pytest.param(
-            str({"quota": {"preemptible": False}}),
+            str({"quota": {"preemptible": False, "min_runtime_seconds": 600}}),
+            Overrides(preemptible=False, min_runtime_seconds=600.0),
+            id="not preemptible, protected for 10 minutes",
+        ),
+        pytest.param(
+            str({"quota": {"preemptable": False}}),
             Overrides(
-                problem="executor_config['quota'] has unknown keys preemptible; "
-                "allowed: preemption_retries"
+                problem="executor_config['quota'] has unknown keys preemptable; "
+                "allowed: preemption_retries, preemptible, min_runtime_seconds"
             ),
             id="an unknown setting",
+        ),
+        pytest.param(
+            str({"quota": {"preemptible": "no", "min_runtime_seconds": -5}}),
+            Overrides(
+                problem="executor_config['quota']['preemptible'] must be True or False, got "
+                "'no'; executor_config['quota']['min_runtime_seconds'] must be a number of "
+                "seconds >= 0, got -5"
+            ),
+            id="every bad value at once",
+        ),
+        pytest.param(
+            "{'quota': {'min_runtime_seconds': 1e400}}",
+            Overrides(
+                problem="executor_config['quota']['min_runtime_seconds'] must be a number of "
+                "seconds >= 0, got inf"
+            ),
+            id="an endless protection",
         ),
         pytest.param(
             str({"quota": 2}),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -75,3 +76,18 @@ def test_a_cleared_task_still_running_is_shown_being_preempted() -> None:
     assert stopping is not None
     assert (stopping.status, stopping.reason_code) == ("RUNNING", "PREEMPTION_IN_PROGRESS")
     assert stopping.reason == "cleared; Airflow is stopping its process"
+
+
+def test_a_task_that_is_not_preemptible_is_shown_as_such_and_never_the_next_victim() -> None:
+    tasks = [
+        task("v-own", VISION, 8, RUNNING, started=0),
+        replace(task("v-fixed", VISION, 4, RUNNING, started=10), preemptible=False),
+        task("v-borrow", VISION, 2, RUNNING, started=20),
+    ]
+    view = pools_view(FLEET, tasks, decide(FLEET, tasks, NOW), NOW, {}, [])
+    fixed = view.job("train/run-1/v-fixed")
+    assert fixed is not None and not fixed.preemptible
+    # nlp reclaiming its 8 gpu would take the 8 of v-own, passing over v-fixed
+    assert [job.job_id for job in view.running if job.next_victim] == ["train/run-1/v-own"]
+    lines = status_lines(view, Style(colour=False))
+    assert any("v-fixed" in line and "not preemptible" in line for line in lines), lines

@@ -129,6 +129,7 @@ function drawJobs(waiting, running) {
     el("td", {}, instances(job.demand)), el("td", {}, duration(job.age_seconds)),
     el("td", {}, job.borrowing ? el("span", { class: "badge warn" }, "borrowing") : "no"),
     el("td", {}, job.reason_code === "PREEMPTION_IN_PROGRESS" ? el("span", { class: "badge bad" }, "being preempted")
+      : job.preemptible === false ? el("span", { class: "badge", title: "its work cannot be stopped from outside: never preempted" }, "not preemptible")
       : job.next_victim ? el("span", { title: job.next_victim.message }, `if ${job.next_victim.by_share} reclaims (${job.next_victim.kind})`) : "-")]);
 }
 
