@@ -4,20 +4,24 @@ Names carry the queue, share and instance type (dots in them become ``_``),
 so plain StatsD tells shares apart; the same values go as tags (``job_queue``,
 ``quota_share``, ``instance_type``) for backends that take tags.
 
-Gauges, per share and instance type, set each time the view's backend reads
-a queue: ``quota_provider.share.<queue>.<share>.<type>.used`` (instances it
-holds), ``.borrowed``, ``.lent`` and ``.waiting`` (instances its waiting jobs
-ask for). Counters, per share, from ``QuotaTrainingOperator``:
+Gauges, per share and instance type (a pools fleet's unit), set each time the
+view's backend reads an AWS Batch queue and at every cycle of the pool manager:
+``quota_provider.share.<queue>.<share>.<type>.used`` (instances it holds),
+``.borrowed``, ``.lent`` and ``.waiting`` (instances its waiting jobs ask for);
+for a pools fleet, ``<queue>`` is the config's ``job_queue`` (the fleet's name).
+Counters, per share: from ``QuotaTrainingOperator``
 ``quota_provider.<queue>.<share>.submissions``, ``.preemptions`` (counted
-when the task ends) and ``.failures``.
+when the task ends) and ``.failures``; from the pool manager ``.preemptions``
+(each task it clears or fails for another) and ``.failures`` (each task it
+fails: its preemptions used up, it could never fit, or its settings are wrong).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
-from airflow_quota_provider.view.model import QueueView
+from airflow_quota_provider.view.model import QueueView, ShareView
 
 PREFIX = "quota_provider"
 GAUGES = ("used", "borrowed", "lent", "waiting")
@@ -33,29 +37,38 @@ def part(text: str) -> str:
 
 def share_gauges(view: QueueView) -> Iterator[Gauge]:
     """Every gauge of one queue as ``(name, value, tags)``."""
-    for share in view.shares:
-        units = {u.unit: u for u in share.units}
+    return fleet_gauges(view.name, [c.unit for c in view.capacity], view.shares)
+
+
+def fleet_gauges(queue: str, units: Iterable[str], shares: Iterable[ShareView]) -> Iterator[Gauge]:
+    """Every gauge of the ``shares`` of one queue (or pools fleet) with these ``units``."""
+    queue_units = set(units)
+    for share in shares:
+        by_unit = {u.unit: u for u in share.units}
         # Every unit of the queue, zeros included: a gauge that stopped being sent
         # would keep its last value (a share that borrowed once would seem to borrow forever).
-        queue_units = {c.unit for c in view.capacity}
-        for unit in sorted(queue_units | set(units) | set(share.waiting_instances)):
-            figures = units.get(unit)
+        for unit in sorted(queue_units | set(by_unit) | set(share.waiting_instances)):
+            figures = by_unit.get(unit)
             values = {
                 "used": figures.used if figures else 0,
                 "borrowed": figures.borrowed if figures else 0,
                 "lent": figures.lent if figures else 0,
                 "waiting": share.waiting_instances.get(unit, 0),
             }
-            tags = {"job_queue": view.name, "quota_share": share.name, "instance_type": unit}
-            base = f"{PREFIX}.share.{part(view.name)}.{part(share.name)}.{part(unit)}"
+            tags = {"job_queue": queue, "quota_share": share.name, "instance_type": unit}
+            base = f"{PREFIX}.share.{part(queue)}.{part(share.name)}.{part(unit)}"
             for gauge in GAUGES:
                 yield f"{base}.{gauge}", values[gauge], tags
 
 
 def emit_gauges(view: QueueView) -> None:
+    emit(share_gauges(view))
+
+
+def emit(gauges: Iterable[Gauge]) -> None:
     from airflow.sdk.observability.stats import Stats
 
-    for name, value, tags in share_gauges(view):
+    for name, value, tags in gauges:
         Stats.gauge(name, value, tags=tags)
 
 

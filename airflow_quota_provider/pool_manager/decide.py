@@ -122,19 +122,24 @@ def decide(
     waiting: list[tuple[str, PoolTask]] = []
     refused: list[Refusal] = []
     fits: dict[tuple[str, int], bool] = {}
+    pools = fleet.shares
     for task in tasks:
-        if task.pool not in fleet.shares:
+        if task.pool not in pools:
             continue
         job_id = str(task.key)
         by_id[job_id] = task
-        if task.state.holds:
-            holders.append(task)
-        elif task.state is TaskState.SCHEDULED:
+        task_state = task.state
+        if task_state is TaskState.SCHEDULED:
+            if task.problem is None and fits.get((task.pool, task.slots)):
+                waiting.append((job_id, task))  # the usual case, without a call
+                continue
             refusal = _refusal(fleet, task, fits)
             if refusal is None:
                 waiting.append((job_id, task))
             else:
                 refused.append(refusal)
+        elif task_state.holds:
+            holders.append(task)
     state = QueueState.from_jobs(
         fleet.config,
         running_jobs(fleet, holders, now, preemptions),
@@ -242,22 +247,32 @@ def running_jobs(
 def _waiting(
     fleet: Fleet, waiting: list[tuple[str, PoolTask]], preemptions: Mapping[TaskKey, int]
 ) -> Iterator[WaitingJob]:
-    caps = {s.name: s.preemption_retries for s in fleet.config.shares}
-    preemptible = {s.name: s.preemptible for s in fleet.config.shares}
+    # the hot path of a cycle (every scheduled task, every cycle): what each pool's tasks
+    # share is looked up once, and equal demands are one mapping (the core only reads them)
+    shares = {s.name: s for s in fleet.config.shares}
+    per_pool = {
+        pool: (name, unit, shares[name].preemption_retries, shares[name].preemptible)
+        for pool, (name, unit) in fleet.shares.items()
+    }
+    demands: dict[tuple[str, int], dict[str, int]] = {}
     for job_id, task in waiting:
-        share_name, unit = fleet.shares[task.pool]
+        share_name, unit, cap, preemptible = per_pool[task.pool]
+        demand = demands.get((unit, task.slots))
+        if demand is None:
+            demand = demands[(unit, task.slots)] = {unit: task.slots}
         own = task.preemption_retries
         yield WaitingJob(
             job_id,
             share_name,
-            {unit: task.slots},
+            demand,
             task.priority_weight,
             task.run_date,
             # a task preempted before is rare: most cycles look up none
-            preemptions=preemptions.get(task.key, 0) if preemptions else 0,
-            preemption_retries=caps[share_name] if own is None else own,
-            preemptible=preemptible[share_name] if task.preemptible is None else task.preemptible,
-            min_runtime_seconds=task.min_runtime_seconds,
+            preemptions.get(task.key, 0) if preemptions else 0,
+            cap if own is None else own,
+            None,
+            preemptible if task.preemptible is None else task.preemptible,
+            task.min_runtime_seconds,
         )
 
 

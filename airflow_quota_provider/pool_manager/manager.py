@@ -14,6 +14,10 @@ Each cycle:
       until then), because a cleared task stops counting against its pool at
       once while its process may live ~10 s more.
 
+After each cycle it sends the fleet's gauges (per share and unit: used, borrowed,
+lent, waiting) and counts preemptions and failures per share, through Airflow's
+``Stats`` (see :mod:`airflow_quota_provider.metrics`).
+
 When Airflow cannot be reached or answers errors, the cycle stops where it is
 (nothing half-decided is applied), no pool grows while the manager cannot see,
 and it retries with a growing delay, saying so.
@@ -27,7 +31,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from airflow_quota_provider import metrics
 from airflow_quota_provider.pool_manager.decide import PoolPlan, Stop, decide
+from airflow_quota_provider.pool_manager.figures import fleet_gauges
 from airflow_quota_provider.pool_manager.fleet import Fleet
 from airflow_quota_provider.pool_manager.gateway import AirflowGateway, GatewayError, PoolSlots
 from airflow_quota_provider.pool_manager.store import Store
@@ -83,7 +89,8 @@ class PoolManager:
     def cycle(self) -> CycleReport:
         calls = self.gateway.calls
         now = self.clock()
-        plan = observe(self.fleet, self.gateway, self.store, now).plan
+        observed = observe(self.fleet, self.gateway, self.store, now)
+        plan = observed.plan
         pools = self.gateway.pools()
         changed = self._set_pools(plan, pools, grow=False)
         for stop in plan.stop:
@@ -91,9 +98,11 @@ class PoolManager:
         for refusal in plan.refuse:
             log.warning("failing %s: %s", refusal.key, refusal.note)
             self.gateway.fail(refusal.key, refusal.note)
+            self._count("failures", refusal.pool)
         changed += self._set_pools(plan, pools, grow=True)
         report = CycleReport(plan, self.gateway.calls - calls, changed)
         self.store.record_cycle(plan, report.calls, _moment(now))
+        metrics.emit(fleet_gauges(self.fleet, observed.tasks, plan))
         return report
 
     def run(self, interval: float, should_stop: Callable[[], bool] = lambda: False) -> None:
@@ -131,6 +140,12 @@ class PoolManager:
             log.info("clearing %s: %s", stop.key, stop.note)
             self.gateway.clear(stop.key, stop.note)
         self.store.record_preemption(stop, _moment(now))
+        self._count("preemptions", stop.pool)
+        if stop.fails:
+            self._count("failures", stop.pool)
+
+    def _count(self, counter: str, pool: str) -> None:
+        metrics.count(counter, self.fleet.config.job_queue, self.fleet.shares[pool][0])
 
     def _set_pools(self, plan: PoolPlan, pools: dict[str, PoolSlots], *, grow: bool) -> int:
         """Create, restore or shrink pools (``grow=False``), or grow them (``grow=True``)."""

@@ -21,10 +21,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 from airflow_quota_provider.core import Wait
-from airflow_quota_provider.core.occupancy import Occupancy, occupancy
 from airflow_quota_provider.exceptions import ViewError
 from airflow_quota_provider.hooks.submission import TaskIdentity
 from airflow_quota_provider.pool_manager.decide import PoolPlan, running_jobs
+from airflow_quota_provider.pool_manager.figures import (
+    holders_occupancy,
+    scheduled,
+    share_views,
+)
 from airflow_quota_provider.pool_manager.fleet import Fleet
 from airflow_quota_provider.pool_manager.gateway import AirflowGateway
 from airflow_quota_provider.pool_manager.manager import observe
@@ -39,11 +43,9 @@ from airflow_quota_provider.view.model import (
     PreemptionEvent,
     QueueSummary,
     QueueView,
-    ShareView,
     TaskLink,
     UnitCapacity,
 )
-from airflow_quota_provider.view.queue_view import share_view
 from airflow_quota_provider.view.victims import next_victims
 
 _STATUS = {
@@ -118,11 +120,7 @@ def pools_view(
     managed = [t for t in tasks if t.pool in fleet.shares]
     holders = [t for t in managed if t.state.holds]
     running = running_jobs(fleet, holders, now, counts)
-    usage: dict[str, dict[str, int]] = {}
-    for job in running:
-        for unit, count in job.demand.items():
-            usage.setdefault(job.share, {})[unit] = usage.get(job.share, {}).get(unit, 0) + count
-    table = occupancy(config, usage)
+    table = holders_occupancy(fleet, holders)
     victims = next_victims(config, running, table, now)
     by_key = {t.key: t for t in managed}
     borrowing = {job.id for job in running if job.borrowing}
@@ -146,33 +144,18 @@ def pools_view(
         now=int(now * 1000),
         capacity=[
             UnitCapacity(
-                unit, capacity, sum(u.get(unit, 0) for u in usage.values()), config.unowned(unit)
+                unit,
+                capacity,
+                sum(t[unit].used for t in table.values() if unit in t),
+                config.unowned(unit),
             )
             for unit, capacity in sorted(config.capacity.items())
         ],
-        shares=_shares(fleet, table, holders, waiting),
+        shares=share_views(fleet, table, holders, scheduled(plan, by_key)),
         waiting=waiting,
         running=held,
         events=[_event(fleet, row) for row in preemptions],
     )
-
-
-def _shares(
-    fleet: Fleet,
-    table: Mapping[str, Mapping[str, Occupancy]],
-    holders: Sequence[PoolTask],
-    waiting: Sequence[JobView],
-) -> list[ShareView]:
-    return [
-        share_view(
-            fleet.config,
-            share,
-            table,
-            sum(1 for t in holders if fleet.shares[t.pool][0] == share.name),
-            [job.demand for job in waiting if job.share == share.name],
-        )
-        for share in fleet.config.shares
-    ]
 
 
 def _job(

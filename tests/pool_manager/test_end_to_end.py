@@ -11,8 +11,10 @@ and succeeds without using up a retry.
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from datetime import datetime
@@ -33,15 +35,57 @@ from tests.pool_manager.conftest import (
 pytestmark = pytest.mark.slow
 
 
+class Statsd:
+    """A StatsD listener over real UDP that keeps the provider's lines (every Airflow
+    process sends its own metrics too: they are read and dropped, so none is lost)."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.lines: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        while not self._stop.is_set():
+            try:
+                data = self.sock.recv(65536).decode()
+            except TimeoutError:
+                continue
+            self.lines += [line for line in data.splitlines() if "quota_provider" in line]
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.sock.close()
+
+
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+def statsd() -> Iterator[Statsd]:
+    listener = Statsd()
+    yield listener
+    listener.close()
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory, statsd: Statsd) -> Iterator[Stack]:
     workdir = tmp_path_factory.mktemp("pool-manager")
     dags = ("pools_vision", "pools_nlp", "pools_vision_once")
-    with managed_stack(workdir, HERE / "fleet.yaml", dags) as stack:
+    metrics = {
+        "AIRFLOW__METRICS__STATSD_ON": "True",
+        "AIRFLOW__METRICS__STATSD_HOST": "127.0.0.1",
+        "AIRFLOW__METRICS__STATSD_PORT": str(statsd.port),
+    }
+    with managed_stack(workdir, HERE / "fleet.yaml", dags, extra_env=metrics) as stack:
         yield stack
 
 
-def test_an_owner_reclaims_its_gpus_and_the_borrower_runs_again_later(stack: Stack) -> None:
+def test_an_owner_reclaims_its_gpus_and_the_borrower_runs_again_later(
+    stack: Stack, statsd: Statsd
+) -> None:
     api = stack.api
 
     vision_run = trigger(api, "pools_vision", seconds=40)
@@ -74,6 +118,11 @@ def test_an_owner_reclaims_its_gpus_and_the_borrower_runs_again_later(stack: Sta
         f"Cleared by the quota pool manager for pools_nlp/{nlp_run}/train (RECLAIM): share "
         "vision borrows 2 gpu (uses 4, owns 2); share nlp reclaims it"
     ), vision["note"]
+    # the manager's metrics: the borrowing was measured, the reclaim counted
+    lines = set(statsd.lines)
+    assert "airflow.quota_provider.gpus.vision.preemptions:1|c" in lines, sorted(lines)[:20]
+    for gauge in ("share.gpus.vision.gpu.borrowed:2|g", "share.gpus.nlp.gpu.lent:2|g"):
+        assert f"airflow.quota_provider.{gauge}" in lines, sorted(lines)[:40]
 
 
 def _seconds(moment: str) -> float:

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from airflow_quota_provider.pool_manager.decide import decide
+from airflow_quota_provider.pool_manager.figures import fleet_gauges
 from airflow_quota_provider.pool_manager.store import Store
 from airflow_quota_provider.pool_manager.view_backend import pools_view
 from airflow_quota_provider.view.explain import explain
@@ -91,3 +92,29 @@ def test_a_task_that_is_not_preemptible_is_shown_as_such_and_never_the_next_vict
     assert [job.job_id for job in view.running if job.next_victim] == ["train/run-1/v-own"]
     lines = status_lines(view, Style(colour=False))
     assert any("v-fixed" in line and "not preemptible" in line for line in lines), lines
+
+
+def test_the_fleets_gauges_count_holders_borrowing_lending_and_every_scheduled_task() -> None:
+    tasks = [
+        task("v-own", VISION, 8, RUNNING, started=0),
+        task("v-borrow", VISION, 6, RUNNING, started=500),
+        task("n", NLP, 8, weight=5),
+        task("v-next", VISION, 1),
+    ]
+    gauges = {
+        name: value for name, value, _ in fleet_gauges(FLEET, tasks, decide(FLEET, tasks, NOW))
+    }
+    assert {k.removeprefix("quota_provider.share.q."): v for k, v in gauges.items()} == {
+        "nlp.gpu.used": 0,
+        "nlp.gpu.borrowed": 0,
+        "nlp.gpu.lent": 6,
+        "nlp.gpu.waiting": 8,
+        "vision.gpu.used": 14,
+        "vision.gpu.borrowed": 6,
+        "vision.gpu.lent": 0,
+        "vision.gpu.waiting": 1,
+        "eval.gpu.used": 0,
+        "eval.gpu.borrowed": 0,
+        "eval.gpu.lent": 0,
+        "eval.gpu.waiting": 0,
+    }
