@@ -193,10 +193,12 @@ def _pools(args: argparse.Namespace, fleet: Fleet, *, apply: bool) -> int:
     print("\n".join(plan_lines(result, name, POOLS)))
     if result.empty:
         return EXIT_OK
-    return _apply_pools(gateway, result, allow_destructive=args.allow_destructive)
+    return apply_pools(gateway, result, allow_destructive=args.allow_destructive)
 
 
-def _apply_pools(gateway: AirflowGateway, result: Plan, *, allow_destructive: bool) -> int:
+def apply_pools(gateway: AirflowGateway, result: Plan, *, allow_destructive: bool) -> int:
+    """Apply a pools plan, printing each change done, a refusal or the failed call; apply's
+    exit code."""
     from airflow_quota_provider.pool_manager.gateway import GatewayError
     from airflow_quota_provider.sync.pool_apply import apply_pool_plan
 
@@ -225,7 +227,8 @@ def _airflow_error(error: GatewayError) -> str:
         check = "--username with $AIRFLOW_QUOTA_API_PASSWORD, or the connection's login"
         return f"{error} (check the user and its password: {check} and password)"
     if error.status == 403:
-        return f"{error} (the user may not change pools: it needs Airflow's Op role or above)"
+        roles = "reading needs Airflow's Viewer role, changing pools its Op role or above"
+        return f"{error} (the user may not do this: {roles})"
     return str(error)
 
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from airflow_quota_provider.cli import main
-from airflow_quota_provider.cli.sync import _apply_pools
+from airflow_quota_provider.cli.sync import apply_pools
 from airflow_quota_provider.demo.processes import Processes
 from airflow_quota_provider.demo.stack import Stack, StackSettings
 from airflow_quota_provider.pool_manager.fleet import Fleet
@@ -250,7 +250,8 @@ def test_a_user_who_may_not_change_pools_is_told_so(
     assert len(err) == 1
     assert err[0].startswith("error: create pool quota-nlp-gpu: answered 403 Forbidden: ")
     assert err[0].endswith(
-        " (the user may not change pools: it needs Airflow's Op role or above); nothing was changed"
+        " (the user may not do this: reading needs Airflow's Viewer role, changing pools its "
+        "Op role or above); nothing was changed"
     )
     assert pools(airflow) == {}
 
@@ -264,7 +265,7 @@ def test_a_call_failing_half_way_lists_what_was_done(
     assert isinstance(fleet, Fleet)
     stale = plan_pools(fleet, PoolsState({}), time.time())
     add_pool(airflow, "quota-vision-gpu", 1, "made meanwhile", deferred=True)
-    assert _apply_pools(admin(airflow), stale, allow_destructive=False) == 1
+    assert apply_pools(admin(airflow), stale, allow_destructive=False) == 1
     out, err = capsys.readouterr()
     assert out.splitlines() == [
         "done: + create pool quota-nlp-gpu (0 slots, include_deferred on, share nlp, gpu)"
