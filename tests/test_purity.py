@@ -1,4 +1,5 @@
-"""The scheduling core and the pool manager's decision step import no I/O library."""
+"""The scheduling core, the pool manager's decision step and the pools planner import no
+I/O library."""
 
 from __future__ import annotations
 
@@ -11,7 +12,12 @@ PACKAGE = Path(__file__).resolve().parents[1] / "airflow_quota_provider"
 PURE = sorted(
     [
         *(PACKAGE / "core").glob("*.py"),
-        *(PACKAGE / "pool_manager" / name for name in ("tasks.py", "fleet.py", "decide.py")),
+        *(
+            PACKAGE / "pool_manager" / name
+            for name in ("tasks.py", "fleet.py", "decide.py", "pools.py")
+        ),
+        PACKAGE / "sync" / "changes.py",
+        PACKAGE / "sync" / "pool_plan.py",
     ]
 )
 FORBIDDEN = ("airflow", "boto3", "botocore", "sqlalchemy", "http", "urllib", "requests", "httpx")

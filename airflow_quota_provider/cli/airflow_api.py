@@ -23,7 +23,8 @@ PASSWORD_VARIABLE = "AIRFLOW_QUOTA_API_PASSWORD"
 DEFAULT_CONN_ID = "airflow_api_default"
 
 
-def add_airflow_api_arguments(parser: argparse._ActionsContainer) -> None:
+def add_airflow_api_arguments(parser: argparse._ActionsContainer, *, database: bool = True) -> None:
+    """The connection options, and ``--database`` unless ``database`` is false."""
     parser.add_argument(
         "--conn-id",
         default=DEFAULT_CONN_ID,
@@ -33,6 +34,8 @@ def add_airflow_api_arguments(parser: argparse._ActionsContainer) -> None:
     parser.add_argument(
         "--username", help=f"the Airflow user, with the password in ${PASSWORD_VARIABLE}"
     )
+    if not database:
+        return
     parser.add_argument(
         "--database",
         default=DEFAULT_URL,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 
-def add_aws_arguments(parser: argparse.ArgumentParser) -> None:
+def add_aws_arguments(parser: argparse._ActionsContainer) -> None:
     """``--aws-conn-id``, ``--region`` and ``--endpoint-url``; each overrides the environment."""
     parser.add_argument(
         "--aws-conn-id",

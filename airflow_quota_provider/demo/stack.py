@@ -72,10 +72,7 @@ class Stack:
         """Start everything; return once the api-server answers and ``dag_ids`` are parsed."""
         self.home.mkdir(parents=True, exist_ok=True)
         self._start_emulator()
-        self._migrate()
-        (self.home / "passwords.json").write_text(
-            json.dumps({self.settings.username: self.settings.password})
-        )
+        self._prepare()
         for component in AIRFLOW_COMPONENTS:
             self.start_component(component)
         wait_for("the Airflow api-server", self.api.healthy, 180, self.processes)
@@ -86,6 +83,12 @@ class Stack:
                 180,
                 self.processes,
             )
+
+    def start_api_server(self) -> None:
+        """Only Airflow's database and api-server: its REST API, and no task ever runs."""
+        self._prepare()
+        self.start_component("api-server")
+        wait_for("the Airflow api-server", self.api.healthy, 180, self.processes)
 
     def start_component(self, component: str) -> None:
         command = [sys.executable, "-m", "airflow", component]
@@ -133,6 +136,14 @@ class Stack:
     def _emulator_up(self) -> bool:
         self.clock()  # wait_for takes a refused connection as "not yet"
         return True
+
+    def _prepare(self) -> None:
+        """Airflow's home, its migrated database and the user's password file."""
+        self.home.mkdir(parents=True, exist_ok=True)
+        self._migrate()
+        (self.home / "passwords.json").write_text(
+            json.dumps({self.settings.username: self.settings.password})
+        )
 
     def _migrate(self) -> None:
         log_path = self.settings.workdir / "logs" / "db-migrate.log"

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from airflow_quota_provider.core.backend_config import default_pool
 from airflow_quota_provider.core.model import QueueConfig
+from airflow_quota_provider.pool_manager.pools import pool_description
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,11 @@ class Fleet:
             if owner == (share, unit):
                 return pool
         raise KeyError(f"no pool holds {unit} of share {share}")
+
+    def description(self, pool: str) -> str:
+        """What the manager writes on ``pool``: whose it is (see :mod:`.pools`)."""
+        share, unit = self.shares[pool]
+        return pool_description(self.config.job_queue, share, unit)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.shares)

@@ -34,6 +34,7 @@ from airflow_client.client.models.task_instance_state import TaskInstanceState
 from airflow_client.client.models.task_instances_batch_body import TaskInstancesBatchBody
 
 from airflow_quota_provider.pool_manager.overrides import overrides_of
+from airflow_quota_provider.pool_manager.pools import PoolSlots
 from airflow_quota_provider.pool_manager.tasks import PoolTask, TaskKey, TaskState
 
 PAGE_SIZE = 1000
@@ -64,14 +65,6 @@ class Credentials:
 
     def __repr__(self) -> str:
         return f"Credentials(username={self.username!r}, password=***)"
-
-
-@dataclass(frozen=True)
-class PoolSlots:
-    name: str
-    slots: int
-    include_deferred: bool
-    description: str | None
 
 
 class AirflowGateway:
@@ -145,6 +138,10 @@ class AirflowGateway:
         api = PoolApi(self._authorized())
         body = PoolPatchBody(pool=name, slots=slots, description=description, include_deferred=True)
         self._call(f"set pool {name}", api.patch_pool, name, body)
+
+    def delete_pool(self, name: str) -> None:
+        api = PoolApi(self._authorized())
+        self._call(f"delete pool {name}", api.delete_pool, name)
 
     def clear(self, key: TaskKey, note: str) -> None:
         """Clear exactly one task instance (it is killed if it runs, then runs again)."""

@@ -35,7 +35,8 @@ from airflow_quota_provider import metrics
 from airflow_quota_provider.pool_manager.decide import PoolPlan, Stop, decide
 from airflow_quota_provider.pool_manager.figures import fleet_gauges
 from airflow_quota_provider.pool_manager.fleet import Fleet
-from airflow_quota_provider.pool_manager.gateway import AirflowGateway, GatewayError, PoolSlots
+from airflow_quota_provider.pool_manager.gateway import AirflowGateway, GatewayError
+from airflow_quota_provider.pool_manager.pools import PoolSlots
 from airflow_quota_provider.pool_manager.store import Store
 from airflow_quota_provider.pool_manager.tasks import PoolTask, TaskKey
 
@@ -151,8 +152,7 @@ class PoolManager:
         """Create, restore or shrink pools (``grow=False``), or grow them (``grow=True``)."""
         changed = 0
         for name, slots in plan.slots.items():
-            share, unit = self.fleet.shares[name]
-            description = f"quota share {share}, {unit}: managed by airflow-quota pool-manager"
+            description = self.fleet.description(name)
             have = pools.get(name)
             if have is None:
                 if not grow:

@@ -1,4 +1,4 @@
-"""The vocabulary of a sync plan: changes to show, and the AWS calls that make them.
+"""The vocabulary of a sync plan: changes to show, and the calls that make them.
 
 A :class:`Change` is what a person reads (``~ update quota share vision:
 capacity ml.p4d.24xlarge 6 -> 4``); a :class:`Call` is one Batch operation with
@@ -6,6 +6,10 @@ its request. One change may need two calls (a share that gives up one unit and
 takes more of another is lowered first and raised later, so that the shares
 never own more than the service environment has in between), which is why the
 plan keeps the calls in their own order.
+
+The same vocabulary serves a pools fleet (:mod:`~airflow_quota_provider.sync.pool_plan`):
+there a change is one pool (``+ create pool quota-nlp-gpu``) and its call one
+method of the Airflow gateway (``create_pool``) with its keyword arguments.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ ENVIRONMENT: str = "service environment"
 POLICY: str = "scheduling policy"
 QUEUE: str = "job queue"
 SHARE: str = "quota share"
+POOL: str = "pool"
 
 
 @dataclass(frozen=True)
@@ -49,7 +54,8 @@ class PolicyArn:
 
 @dataclass(frozen=True)
 class Call:
-    """One Batch operation (``CreateQuotaShare``) and its request, for ``change``.
+    """One Batch operation (``CreateQuotaShare``) and its request, for ``change``; for a
+    pools fleet, one gateway method (``set_pool``) and its keyword arguments.
 
     A request value may be a :class:`PolicyArn`, filled in by the applier.
     """
@@ -63,14 +69,19 @@ class Call:
 class Plan:
     """What apply would do, in order, and what it cannot do.
 
-    :param warnings: settings of the config that AWS Batch has no field for.
-    :param blockers: differences AWS cannot change in place; apply refuses to run.
+    :param warnings: settings of the config that AWS Batch has no field for; for
+        pools, pools apply adopts.
+    :param blockers: differences AWS cannot change in place (for pools: what apply must
+        not do now); apply refuses to run.
+    :param notes: what differs but is not apply's to change (the slots the pool manager
+        sets every cycle); no change, no effect on the exit code.
     """
 
     changes: tuple[Change, ...] = ()
     calls: tuple[Call, ...] = ()
     warnings: tuple[Problem, ...] = ()
     blockers: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
 
     @property
     def empty(self) -> bool:

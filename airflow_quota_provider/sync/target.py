@@ -1,7 +1,11 @@
-"""What ``airflow-quota plan/apply`` is asked to make true: a quota config plus AWS names.
+"""What ``airflow-quota plan/apply`` is asked to make true: a quota config plus AWS names,
+or a pools fleet.
 
-The file is a quota config (see :mod:`airflow_quota_provider.core.config`) with
-three optional top-level keys naming the AWS resources around the job queue:
+The file is a quota config (see :mod:`airflow_quota_provider.core.config`).
+With ``backend: airflow_pools`` it is a :class:`~airflow_quota_provider.pool_manager.fleet.Fleet`
+whose pools live in Airflow, and the keys below are refused. For AWS Batch it
+may have three optional top-level keys naming the AWS resources around the job
+queue:
 
 - ``service_environment``: the SAGEMAKER_TRAINING service environment holding the
   queue's ``capacity`` (default ``<job_queue>-env``);
@@ -26,6 +30,7 @@ from airflow_quota_provider.core.config import parse_config
 from airflow_quota_provider.core.fields import Check, Fields, is_int, show
 from airflow_quota_provider.core.model import Backend, QueueConfig
 from airflow_quota_provider.exceptions import ConfigError, Problem
+from airflow_quota_provider.pool_manager.fleet import Fleet
 
 NAME_KEYS: Final = ("service_environment", "scheduling_policy", "job_queue_priority")
 DEFAULT_QUEUE_PRIORITY: Final = 1
@@ -50,40 +55,47 @@ class SyncTarget:
         return self.config.job_queue
 
 
-def load_target(path: str | Path) -> SyncTarget:
+def load_target(path: str | Path) -> SyncTarget | Fleet:
     """The target in the YAML or JSON file at ``path``; raises :class:`ConfigError`."""
     return parse_target(load_mapping(path), source=str(path))
 
 
-def parse_target(data: Mapping[str, Any], source: str | None = None) -> SyncTarget:
+def parse_target(data: Mapping[str, Any], source: str | None = None) -> SyncTarget | Fleet:
     """Validate the quota config and the AWS names together; all problems in one error."""
     problems: list[Problem] = []
-    fields = Fields(data, "", problems)
-    environment = fields.get("service_environment", _name("a service environment name"), None)
-    policy = fields.get("scheduling_policy", _name("a scheduling policy name"), None)
-    priority = fields.get("job_queue_priority", _priority, DEFAULT_QUEUE_PRIORITY)
+    environment = policy = None
+    priority = DEFAULT_QUEUE_PRIORITY
+    if data.get("backend") == Backend.AIRFLOW_POOLS.value:
+        problems += [_batch_only(key) for key in NAME_KEYS if key in data]
+    else:
+        fields = Fields(data, "", problems)
+        environment = fields.get("service_environment", _name("a service environment name"), None)
+        policy = fields.get("scheduling_policy", _name("a scheduling policy name"), None)
+        priority = fields.get("job_queue_priority", _priority, DEFAULT_QUEUE_PRIORITY)
     config: QueueConfig | None = None
     try:
         config = parse_config(data, extra_keys=NAME_KEYS, source=source)
     except ConfigError as error:
         # The config's own problems come first: they are usually the ones to fix.
         problems[:0] = error.problems
-    if config is not None and config.backend is not Backend.AWS_BATCH:
-        problems.append(
-            Problem(
-                "backend",
-                f"plan and apply sync a config to AWS Batch; this one's backend is "
-                f"{config.backend.value}, whose pools airflow-quota pool-manager creates "
-                f"and keeps in line",
-            )
-        )
     if problems or config is None:
         raise ConfigError(problems, source)
+    if config.backend is Backend.AIRFLOW_POOLS:
+        return Fleet.of(config)
     return SyncTarget(
         config=config,
         service_environment=environment or f"{config.job_queue}-env",
         scheduling_policy=policy or f"{config.job_queue}-policy",
         job_queue_priority=priority,
+    )
+
+
+def _batch_only(key: str) -> Problem:
+    return Problem(
+        key,
+        f"is only for backend {Backend.AWS_BATCH.value} (a resource of the AWS Batch job "
+        f"queue); this config's backend is {Backend.AIRFLOW_POOLS.value}, whose pools are "
+        "named by pools",
     )
 
 

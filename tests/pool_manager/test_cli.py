@@ -117,12 +117,3 @@ def test_a_config_for_aws_batch_is_not_run_by_the_pool_manager(
         f"{config}: backend: the pool manager runs a config with backend: airflow_pools; "
         "this one's is aws_batch\n"
     )
-
-
-def test_plan_does_not_sync_a_pools_fleet_to_aws_batch(capsys: pytest.CaptureFixture[str]) -> None:
-    config = str(HERE / "fleet.yaml")
-    assert main(["plan", config]) == 1
-    assert capsys.readouterr().err == (
-        f"{config}: backend: plan and apply sync a config to AWS Batch; this one's backend is "
-        "airflow_pools, whose pools airflow-quota pool-manager creates and keeps in line\n"
-    )
