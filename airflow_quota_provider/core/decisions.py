@@ -122,6 +122,10 @@ class WaitingReasons(Mapping[str, Wait]):
     def heads(self) -> list[Wait]:
         return [view.head for view in self._views]
 
+    def lengths(self) -> dict[str, int]:
+        """How many jobs of each share are left waiting (its head included)."""
+        return {view.share: len(view.entries) - view.start for view in self._views}
+
 
 @dataclass(frozen=True)
 class Decisions:

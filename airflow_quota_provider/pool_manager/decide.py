@@ -100,7 +100,7 @@ class PoolPlan:
     start: tuple[Start, ...] = ()
     stop: tuple[Stop, ...] = ()
     refuse: tuple[Refusal, ...] = ()
-    waiting: Mapping[TaskKey, Wait] = field(default_factory=dict)
+    waiting: TaskReasons = field(default_factory=lambda: TaskReasons(WaitingReasons([]), {}))
     recheck_at: float | None = None
 
 
@@ -183,6 +183,25 @@ class TaskReasons(Mapping[TaskKey, Wait]):
 
     def __contains__(self, key: object) -> bool:
         return isinstance(key, TaskKey) and str(key) in self._reasons
+
+    def heads(self) -> list[ShareHead]:
+        """The first waiting task of each share with its reason: every task behind it waits
+        for it (``BEHIND_IN_SHARE``)."""
+        lengths = self._reasons.lengths()
+        return [
+            ShareHead(self._tasks[head.job_id].key, head, lengths[head.share])
+            for head in self._reasons.heads()
+        ]
+
+
+@dataclass(frozen=True)
+class ShareHead:
+    """A share's first waiting task, why it waits, and how many of the share's tasks wait
+    (it included)."""
+
+    key: TaskKey
+    wait: Wait
+    waiting: int
 
 
 def _refusal(fleet: Fleet, task: PoolTask, fits: dict[tuple[str, int], bool]) -> Refusal | None:

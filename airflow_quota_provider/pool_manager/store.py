@@ -7,10 +7,15 @@ the rest from Airflow:
 
 - ``quota_preemption``: every preemption (who, by whom, why), so the cap on
   preemptions per task survives a restart and ``events`` can list them;
-- ``quota_waiting``: why each task waits, as of the last cycle, for ``status``
-  and ``explain`` without asking the manager;
-- ``quota_cycle``: when each cycle ran, what it did and how many REST calls it
-  made.
+- ``quota_share_waiting``: what each share waits for: its first waiting task, that
+  task's reason and since when (every task behind it waits for it), and how
+  many wait;
+- ``quota_cycle``: each cycle that started, preempted or failed a task, with
+  how many REST calls it made.
+
+It writes only what changed: a cycle that decides nothing and whose shares'
+heads wait as before writes nothing (a manager cycling every few seconds over
+thousands of waiting tasks would otherwise rewrite them all each time).
 """
 
 from __future__ import annotations
@@ -21,12 +26,12 @@ from datetime import UTC, datetime
 from sqlalchemy import (
     Boolean,
     DateTime,
+    Index,
     Integer,
     String,
     Text,
     TypeDecorator,
     create_engine,
-    delete,
     func,
     select,
 )
@@ -36,6 +41,9 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 from airflow_quota_provider.pool_manager import DEFAULT_DATABASE_URL
 from airflow_quota_provider.pool_manager.decide import PoolPlan, Stop
 from airflow_quota_provider.pool_manager.tasks import TaskKey
+
+_IN_CHUNK = 500
+"""Runs per ``IN (...)`` list when counting preemptions."""
 
 DEFAULT_URL = DEFAULT_DATABASE_URL
 
@@ -89,14 +97,27 @@ class PreemptionRow(_TaskColumns, _Base):
     """When the victim's try started: the work it lost (no checkpoint is known) is since."""
 
 
-class WaitingRow(_TaskColumns, _Base):
-    __tablename__ = "quota_waiting"
+Index(
+    "quota_preemption_task",
+    PreemptionRow.run_id,
+    PreemptionRow.dag_id,
+    PreemptionRow.task_id,
+    PreemptionRow.map_index,
+)
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    position: Mapped[int] = mapped_column(Integer)
-    share: Mapped[str] = mapped_column(String(128))
+
+class WaitingRow(_TaskColumns, _Base):
+    """A share's first waiting task and its reason (the task columns name the task)."""
+
+    __tablename__ = "quota_share_waiting"
+
+    share: Mapped[str] = mapped_column(String(128), primary_key=True)
     code: Mapped[str] = mapped_column(String(64))
     message: Mapped[str] = mapped_column(Text)
+    since: Mapped[datetime] = mapped_column(UtcDateTime())
+    """When this task started to wait for this reason at the head of its share."""
+    waiting: Mapped[int] = mapped_column(Integer)
+    """How many of the share's tasks wait (the head included)."""
 
 
 class CycleRow(_Base):
@@ -119,24 +140,36 @@ class Store:
         _Base.metadata.create_all(self.engine)
 
     def preemptions(self, keys: Iterable[TaskKey] | None = None) -> dict[TaskKey, int]:
-        """How often each task was preempted (every task with a preemption, or ``keys``)."""
-        query = select(
-            PreemptionRow.dag_id,
-            PreemptionRow.run_id,
-            PreemptionRow.task_id,
-            PreemptionRow.map_index,
-            func.count(),
-        ).group_by(
+        """How often each task was preempted (every task with a preemption, or ``keys``).
+
+        For ``keys``, only the preemptions in their runs are read (an index serves it),
+        not the whole history."""
+        columns = (
             PreemptionRow.dag_id,
             PreemptionRow.run_id,
             PreemptionRow.task_id,
             PreemptionRow.map_index,
         )
+        wanted = None if keys is None else set(keys)
+        query = select(*columns, func.count()).group_by(*columns)
+        counts: dict[TaskKey, int] = {}
         with Session(self.engine) as session:
-            counts = {TaskKey(*row[:4]): int(row[4]) for row in session.execute(query)}
-        if keys is None:
-            return counts
-        return {key: counts[key] for key in keys if key in counts}
+            if wanted is None:
+                rows = list(session.execute(query))
+            else:
+                runs = sorted({key.run_id for key in wanted})
+                rows = [
+                    row
+                    for chunk in range(0, len(runs), _IN_CHUNK)
+                    for row in session.execute(
+                        query.where(PreemptionRow.run_id.in_(runs[chunk : chunk + _IN_CHUNK]))
+                    )
+                ]
+            for row in rows:
+                key = TaskKey(*row[:4])
+                if wanted is None or key in wanted:
+                    counts[key] = int(row[4])
+        return counts
 
     def record_preemption(self, stop: Stop, at: datetime) -> None:
         with Session(self.engine) as session, session.begin():
@@ -163,33 +196,46 @@ class Store:
             return list(session.scalars(query))
 
     def record_cycle(self, plan: PoolPlan, calls: int, at: datetime) -> None:
-        """Keep the cycle's figures and replace the waiting reasons with its own."""
+        """Keep what the cycle did, if anything, and what each share waits for where that
+        changed (a head that waits as before keeps its ``since``)."""
+        heads = {head.wait.share: head for head in plan.waiting.heads()}
         with Session(self.engine) as session, session.begin():
-            session.execute(delete(WaitingRow))
+            for row in session.scalars(select(WaitingRow)):
+                head = heads.get(row.share)
+                if head is None or (row.key, row.code) != (head.key, head.wait.code.value):
+                    session.delete(row)
+                    continue
+                del heads[row.share]
+                if (row.message, row.waiting) != (head.wait.message, head.waiting):
+                    row.message, row.waiting = head.wait.message, head.waiting
+            session.flush()
             session.add_all(
                 WaitingRow(
-                    **_task(key),
-                    position=position,
-                    share=wait.share,
-                    code=wait.code.value,
-                    message=wait.message,
+                    **_task(head.key),
+                    share=share,
+                    code=head.wait.code.value,
+                    message=head.wait.message,
+                    since=at,
+                    waiting=head.waiting,
                 )
-                for position, (key, wait) in enumerate(plan.waiting.items())
+                for share, head in heads.items()
             )
-            session.add(
-                CycleRow(
-                    at=at,
-                    started=len(plan.start),
-                    preempted=len(plan.stop),
-                    refused=len(plan.refuse),
-                    waiting=len(plan.waiting),
-                    calls=calls,
+            if plan.start or plan.stop or plan.refuse:
+                session.add(
+                    CycleRow(
+                        at=at,
+                        started=len(plan.start),
+                        preempted=len(plan.stop),
+                        refused=len(plan.refuse),
+                        waiting=len(plan.waiting),
+                        calls=calls,
+                    )
                 )
-            )
 
     def waiting(self) -> list[WaitingRow]:
+        """What each share waits for, by share."""
         with Session(self.engine) as session:
-            return list(session.scalars(select(WaitingRow).order_by(WaitingRow.position)))
+            return list(session.scalars(select(WaitingRow).order_by(WaitingRow.share)))
 
     def cycles(self, limit: int = 100) -> list[CycleRow]:
         query = select(CycleRow).order_by(CycleRow.id.desc()).limit(limit)

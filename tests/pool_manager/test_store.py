@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from airflow_quota_provider.core import PreemptionKind, Wait, WaitCode
-from airflow_quota_provider.pool_manager.decide import PoolPlan, Start, Stop
+from airflow_quota_provider.core import PreemptionKind
+from airflow_quota_provider.pool_manager.decide import Stop, decide
 from airflow_quota_provider.pool_manager.store import Store
 from airflow_quota_provider.pool_manager.tasks import TaskKey
+from tests.pool_manager.test_decide import FLEET, NLP, RESTARTING, RUNNING, VISION, key, task
 from tests.postgres import postgres_database
 
 AT = datetime(2026, 12, 3, 7, 0, tzinfo=UTC)
@@ -51,23 +53,49 @@ def test_preemptions_are_counted_per_task_and_listed_newest_first(store: Store) 
     assert events[0].at == AT
 
 
-def test_a_cycle_replaces_the_waiting_reasons_of_the_last_one(store: Store) -> None:
-    first = PoolPlan(
-        slots={"quota-a-gpu": 2},
-        start=(Start(URGENT, "quota-a-gpu", 2, 0),),
-        waiting={
-            VICTIM: Wait("d/r1/low", "a", WaitCode.NO_IDLE_CAPACITY, "a needs 2 gpu"),
-            URGENT: Wait("d/r1/urgent[3]", "a", WaitCode.BEHIND_IN_SHARE, "2nd"),
-        },
-    )
+def test_each_share_keeps_what_it_waits_for_and_since_when_writing_only_changes(
+    store: Store,
+) -> None:
+    holders = [task("v", VISION, 16, RUNNING, started=0)]
+    waiting = [task("n1", NLP, 4, weight=5), task("n2", NLP, 2, weight=1)]
+    first = decide(FLEET, [*holders, *waiting], now=100)
     store.record_cycle(first, calls=4, at=AT)
-    assert [(w.key, w.position, w.code) for w in store.waiting()] == [
-        (VICTIM, 0, "NO_IDLE_CAPACITY"),
-        (URGENT, 1, "BEHIND_IN_SHARE"),
+    (row,) = store.waiting()
+    assert (row.share, row.key, row.code, row.since, row.waiting) == (
+        "nlp",
+        key("n1"),
+        "PREEMPTION_IN_PROGRESS",
+        AT,
+        2,
+    )
+    assert row.message == "nlp waits for preempted jobs to stop: train/run-1/v"
+    assert [(c.preempted, c.waiting, c.calls) for c in store.cycles()] == [(1, 2, 4)]
+    # the same head, for the same reason, a cycle later: its since stays, nothing is recorded
+    # for a cycle that did nothing
+    later = AT + timedelta(seconds=5)
+    stopping = [replace(holders[0], state=RESTARTING)]
+    store.record_cycle(decide(FLEET, [*stopping, *waiting], now=105), calls=2, at=later)
+    (row,) = store.waiting()
+    assert (row.key, row.since) == (key("n1"), AT)
+    assert len(store.cycles()) == 1
+    # the head started: n2 heads the share now, since this cycle
+    started = [task("n1", NLP, 4, RUNNING, weight=5, started=110), waiting[1]]
+    busy = [task("v2", VISION, 12, RUNNING, started=50), *started]
+    store.record_cycle(decide(FLEET, busy, now=110), calls=2, at=later)
+    assert [(r.key, r.code, r.since, r.waiting) for r in store.waiting()] == [
+        (key("n2"), "PREEMPTION_IN_PROGRESS", later, 1)
     ]
-    store.record_cycle(PoolPlan(slots={}), calls=2, at=AT)
+    store.record_cycle(decide(FLEET, [], now=120), calls=1, at=later)
     assert store.waiting() == []
-    assert [(c.started, c.waiting, c.calls) for c in store.cycles()] == [(0, 0, 2), (1, 2, 4)]
+
+
+def test_preemptions_are_counted_for_the_runs_asked_about(store: Store) -> None:
+    other = TaskKey("d", "r2", "low")
+    for victim in (VICTIM, VICTIM, other):
+        store.record_preemption(stop(victim), AT)
+    assert store.preemptions([VICTIM]) == {VICTIM: 2}
+    assert store.preemptions([TaskKey("d", "r1", "other"), other]) == {other: 1}
+    assert store.preemptions([]) == {}
 
 
 def test_the_records_survive_a_new_store_on_the_same_database(store: Store) -> None:
