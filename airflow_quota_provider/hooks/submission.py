@@ -52,6 +52,19 @@ class TaskIdentity:
             f"{TAG_PREFIX}map_index": str(self.map_index),
         }
 
+    def training_job_name(self, try_number: int) -> str:
+        """The SageMaker training job of one try of this task, named so a retried worker
+        finds its own (idempotent by name) and the pool manager can look it up:
+        ``<dag>-<task>-<hash of the task instance>-t<try>``, within SageMaker's 63 letters,
+        digits and ``-`` (the readable parts cut short; the hash tells task instances apart).
+        """
+        digest = self.client_token()[:12]
+
+        def part(text: str) -> str:
+            return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-")[:16].strip("-") or "x"
+
+        return f"{part(self.dag_id)}-{part(self.task_id)}-{digest}-t{try_number}"
+
     def job_name(self) -> str:
         """``dag-task[-index]`` within Batch's 128 letters, digits, ``-`` and ``_``."""
         index = f"-{self.map_index}" if self.map_index >= 0 else ""
