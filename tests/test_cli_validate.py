@@ -212,7 +212,7 @@ def test_an_invalid_file_prints_every_problem_to_stderr_and_exits_1(
     assert err.splitlines() == [
         f"{path}: shares[0].borow_limit: unknown key borow_limit (did you mean borrow_limit?); "
         "allowed keys: name, capacity, sharing, borrow_limit, in_share_preemption, state, "
-        "weight, min_runtime_seconds, preemption_retries",
+        "weight, min_runtime_seconds, preemption_retries, preemptible",
         f"{path}: shares[1].sharing: must be one of RESERVE, LEND, LEND_AND_BORROW, "
         "got 'lend' (did you mean LEND?)",
         f"{path}: capacity.gpu: the shares own 18 in total (nlp 8, cv 10) but the queue has 16; "
@@ -285,7 +285,7 @@ def test_json_output_of_an_invalid_file(tmp_path: Path, capsys: pytest.CaptureFi
                 "path": "shares[0].borow_limit",
                 "message": "unknown key borow_limit (did you mean borrow_limit?); allowed keys: "
                 "name, capacity, sharing, borrow_limit, in_share_preemption, state, weight, "
-                "min_runtime_seconds, preemption_retries",
+                "min_runtime_seconds, preemption_retries, preemptible",
             },
             {
                 "path": "capacity.gpu",

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+from typing import Any
 
 
 def add_aws_arguments(parser: argparse._ActionsContainer) -> None:
@@ -14,5 +16,48 @@ def add_aws_arguments(parser: argparse._ActionsContainer) -> None:
     )
     parser.add_argument("--region", help="AWS region, overriding the environment or connection")
     parser.add_argument(
-        "--endpoint-url", help="Batch endpoint, overriding the environment or connection"
+        "--endpoint-url", help="AWS endpoint, overriding the environment or connection"
+    )
+
+
+class AwsClientError(ValueError):
+    """botocore could not make a client: ``kind`` is its error's class name."""
+
+    def __init__(self, kind: str, detail: str) -> None:
+        super().__init__(f"{kind}: {detail}")
+        self.kind = kind
+        self.detail = detail
+
+
+def aws_client(service: str, args: argparse.Namespace) -> Any:
+    """A boto3 client of ``service`` from the Airflow connection ``--aws-conn-id`` if one is
+    named, else the AWS environment; ``--region`` and ``--endpoint-url`` override either.
+
+    :raises AwsClientError: when botocore cannot make the client (e.g. no region).
+    """
+    if args.aws_conn_id:
+        return _client_from_connection(service, args.aws_conn_id, args.region, args.endpoint_url)
+    import boto3  # type: ignore[import-untyped]  # no stubs installed; botocore has them
+    from botocore.exceptions import BotoCoreError
+
+    # botocore reads AWS_DEFAULT_REGION by itself but not AWS_REGION, which other SDKs use.
+    region = args.region or os.environ.get("AWS_REGION") or None
+    try:
+        return boto3.client(service, region_name=region, endpoint_url=args.endpoint_url)
+    except BotoCoreError as error:
+        raise AwsClientError(type(error).__name__, str(error)) from error
+
+
+def _client_from_connection(
+    service: str, conn_id: str, region: str | None, endpoint_url: str | None
+) -> Any:
+    # Imported here: loading Airflow takes seconds, and only this branch needs it.
+    from airflow.providers.amazon.aws.hooks.base_aws import AwsBaseHook
+
+    hook = AwsBaseHook(aws_conn_id=conn_id, client_type=service, region_name=region)
+    if endpoint_url is None:
+        return hook.conn
+    session = hook.get_session(region_name=hook.region_name)
+    return session.client(
+        service, endpoint_url=endpoint_url, config=hook.config, verify=hook.verify
     )

@@ -18,6 +18,7 @@ import sys
 from typing import Any
 
 from airflow_quota_provider.cli.airflow_api import add_airflow_api_arguments, airflow_api
+from airflow_quota_provider.cli.connection import AwsClientError, add_aws_arguments, aws_client
 from airflow_quota_provider.config_file import load_config
 from airflow_quota_provider.core.model import Backend
 from airflow_quota_provider.exceptions import ConfigError
@@ -40,7 +41,39 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "--once", action="store_true", help="run one cycle, print what it decided, and exit"
     )
+    sagemaker = parser.add_argument_group(
+        "SageMaker",
+        "for fleets whose tasks run SageMaker training jobs: a preempted task holds its "
+        "slots until its training job has stopped",
+    )
+    sagemaker.add_argument(
+        "--watch-sagemaker",
+        action="store_true",
+        help="look up each victim's training job (by the name its try gives it) and keep its "
+        "slots held while it is InProgress or Stopping",
+    )
+    add_aws_arguments(sagemaker)
     parser.set_defaults(handler=run)
+
+
+def _external_work(args: argparse.Namespace) -> Any:
+    """The watcher of victims' SageMaker training jobs, if asked for.
+
+    :raises ValueError: AWS options without ``--watch-sagemaker``, or no client can be made.
+    """
+    if not args.watch_sagemaker:
+        if args.aws_conn_id or args.region or args.endpoint_url:
+            raise ValueError(
+                "--aws-conn-id, --region and --endpoint-url are for --watch-sagemaker, "
+                "which is not given"
+            )
+        return None
+    from airflow_quota_provider.pool_manager.external import SageMakerTrainingJobs
+
+    try:
+        return SageMakerTrainingJobs(aws_client("sagemaker", args))
+    except AwsClientError as error:
+        raise ValueError(f"the SageMaker client: {error}") from error
 
 
 def _positive(text: str) -> float:
@@ -69,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
         return 1
     try:
         url, credentials = airflow_api(args.conn_id, args.api_url, args.username)
+        external = _external_work(args)
     except ValueError as error:
         print(f"airflow-quota pool-manager: {error}", file=sys.stderr)
         return 1
@@ -79,7 +113,12 @@ def run(args: argparse.Namespace) -> int:
     from airflow_quota_provider.pool_manager.store import Store
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-    manager = PoolManager(Fleet.of(config), AirflowGateway(url, credentials), Store(args.database))
+    manager = PoolManager(
+        Fleet.of(config),
+        AirflowGateway(url, credentials),
+        Store(args.database),
+        external=external,
+    )
     if args.once:
         report = manager.cycle()
         for start in report.plan.start:

@@ -15,7 +15,6 @@ API as ``--conn-id``, or ``--api-url`` and ``--username`` with the password in
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from typing import TYPE_CHECKING, Any
@@ -25,7 +24,7 @@ from airflow_quota_provider.cli.airflow_api import (
     add_airflow_api_arguments,
     airflow_api,
 )
-from airflow_quota_provider.cli.connection import add_aws_arguments
+from airflow_quota_provider.cli.connection import AwsClientError, add_aws_arguments, aws_client
 from airflow_quota_provider.exceptions import ConfigError
 from airflow_quota_provider.pool_manager.fleet import Fleet
 from airflow_quota_provider.sync.apply import apply_plan
@@ -234,32 +233,10 @@ def _airflow_error(error: GatewayError) -> str:
 
 def batch_client(args: argparse.Namespace) -> Any:
     """A Batch client from the Airflow connection if one is named, else the AWS environment."""
-    if args.aws_conn_id:
-        return _client_from_connection(args.aws_conn_id, args.region, args.endpoint_url)
-    import boto3  # type: ignore[import-untyped]  # no stubs installed; botocore has them
-    from botocore.exceptions import BotoCoreError
-
-    # botocore reads AWS_DEFAULT_REGION by itself but not AWS_REGION, which other SDKs use.
-    region = args.region or os.environ.get("AWS_REGION") or None
     try:
-        return boto3.client("batch", region_name=region, endpoint_url=args.endpoint_url)
-    except BotoCoreError as error:
-        raise AwsCallFailed(
-            "creating the Batch client", type(error).__name__, str(error)
-        ) from error
-
-
-def _client_from_connection(conn_id: str, region: str | None, endpoint_url: str | None) -> Any:
-    # Imported here: loading Airflow takes seconds, and only this branch needs it.
-    from airflow.providers.amazon.aws.hooks.base_aws import AwsBaseHook
-
-    hook = AwsBaseHook(aws_conn_id=conn_id, client_type="batch", region_name=region)
-    if endpoint_url is None:
-        return hook.conn
-    session = hook.get_session(region_name=hook.region_name)
-    return session.client(
-        "batch", endpoint_url=endpoint_url, config=hook.config, verify=hook.verify
-    )
+        return aws_client("batch", args)
+    except AwsClientError as error:
+        raise AwsCallFailed("creating the Batch client", error.kind, error.detail) from error
 
 
 def _done(change: Change) -> None:

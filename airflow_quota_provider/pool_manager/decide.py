@@ -76,6 +76,8 @@ class Stop:
     slots: int
     started: float | None = None
     """When the victim's current try started, if Airflow says."""
+    try_number: int = 0
+    """The victim's try that is stopped (its external work, if any, is named after it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -334,6 +336,7 @@ class _Recorder:
                 note[:NOTE_LIMIT],
                 task.slots,
                 started=task.start_date,
+                try_number=task.try_number,
             )
         )
 

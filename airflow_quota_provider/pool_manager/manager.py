@@ -28,17 +28,18 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from airflow_quota_provider import metrics
 from airflow_quota_provider.pool_manager.decide import PoolPlan, Stop, decide
+from airflow_quota_provider.pool_manager.external import ExternalWork, ExternalWorkUnknown, Victim
 from airflow_quota_provider.pool_manager.figures import fleet_gauges
 from airflow_quota_provider.pool_manager.fleet import Fleet
 from airflow_quota_provider.pool_manager.gateway import AirflowGateway, GatewayError
 from airflow_quota_provider.pool_manager.pools import PoolSlots
 from airflow_quota_provider.pool_manager.store import Store
-from airflow_quota_provider.pool_manager.tasks import PoolTask, TaskKey
+from airflow_quota_provider.pool_manager.tasks import PoolTask, TaskKey, TaskState
 
 log = logging.getLogger(__name__)
 
@@ -54,12 +55,70 @@ class Observed:
     plan: PoolPlan
 
 
-def observe(fleet: Fleet, gateway: AirflowGateway, store: Store, now: float) -> Observed:
+def observe(
+    fleet: Fleet,
+    gateway: AirflowGateway,
+    store: Store,
+    now: float,
+    external: ExternalWork | None = None,
+) -> Observed:
     """Read the managed pools' task instances and decide for them, as every cycle does
-    (and the GPU Quotas view, so it shows the manager's own reasons)."""
+    (and the GPU Quotas view, so it shows the manager's own reasons).
+
+    With ``external``, a recent victim whose external work still runs holds its slots
+    as a task being stopped (see :mod:`~airflow_quota_provider.pool_manager.external`).
+    """
     tasks = gateway.task_instances(fleet)
+    if external is not None:
+        tasks = _held_by_external_work(fleet, tasks, store, external, now)
     preemptions = store.preemptions(task.key for task in tasks)
     return Observed(tasks, preemptions, decide(fleet, tasks, now, preemptions))
+
+
+EXTERNAL_WATCH_SECONDS = 86_400.0
+"""How long after a preemption its victim's external work is watched for."""
+
+
+def _held_by_external_work(
+    fleet: Fleet, tasks: list[PoolTask], store: Store, external: ExternalWork, now: float
+) -> list[PoolTask]:
+    rows = [
+        row
+        for row in store.unreleased(_moment(now - EXTERNAL_WATCH_SECONDS))
+        if row.try_number is not None and row.pool in fleet.shares
+    ]
+    if not rows:
+        return tasks
+    victims = {row.id: Victim(row.key, row.try_number or 0) for row in rows}
+    running = external.running(set(victims.values()))
+    store.release((i for i, victim in victims.items() if victim not in running), _moment(now))
+    held = {victim.key: row for row in rows if (victim := victims[row.id]) in running}
+    result = []
+    for task in tasks:
+        row = held.pop(task.key, None)
+        if row is not None and not task.state.holds:
+            log.info(
+                "%s holds %d slots of %s until its external work stops",
+                task.key,
+                task.slots,
+                task.pool,
+            )
+            task = replace(task, state=TaskState.RESTARTING)
+        result.append(task)
+    for key, row in held.items():  # cleared, and not even waiting again yet
+        result.append(
+            PoolTask(
+                key,
+                row.pool,
+                row.slots,
+                0,
+                0.0,
+                TaskState.RESTARTING,
+                start_date=row.started.timestamp() if row.started else None,
+                try_number=row.try_number or 0,
+            )
+        )
+    return result
 
 
 @dataclass(frozen=True)
@@ -81,16 +140,18 @@ class PoolManager:
         store: Store,
         *,
         clock: Callable[[], float] = time.time,
+        external: ExternalWork | None = None,
     ) -> None:
         self.fleet = fleet
         self.gateway = gateway
         self.store = store
         self.clock = clock
+        self.external = external
 
     def cycle(self) -> CycleReport:
         calls = self.gateway.calls
         now = self.clock()
-        observed = observe(self.fleet, self.gateway, self.store, now)
+        observed = observe(self.fleet, self.gateway, self.store, now, self.external)
         plan = observed.plan
         pools = self.gateway.pools()
         changed = self._set_pools(plan, pools, grow=False)
@@ -112,10 +173,12 @@ class PoolManager:
         while not should_stop():
             try:
                 report = self.cycle()
-            except GatewayError as error:
+            except (GatewayError, ExternalWorkUnknown) as error:
                 backoff = min(MAX_BACKOFF_SECONDS, max(interval, backoff * 2))
+                what = "Airflow" if isinstance(error, GatewayError) else "the victims' work"
                 log.warning(
-                    "cannot reach Airflow (%s); no pool grows meanwhile; retrying in %g s",
+                    "cannot see %s (%s); no pool grows meanwhile; retrying in %g s",
+                    what,
                     error,
                     backoff,
                 )

@@ -33,7 +33,10 @@ from sqlalchemy import (
     TypeDecorator,
     create_engine,
     func,
+    inspect,
     select,
+    text,
+    update,
 )
 from sqlalchemy.engine import Dialect, Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
@@ -95,6 +98,11 @@ class PreemptionRow(_TaskColumns, _Base):
     slots: Mapped[int] = mapped_column(Integer, default=0)
     started: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
     """When the victim's try started: the work it lost (no checkpoint is known) is since."""
+    try_number: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    """The victim's try that was stopped: its external work is named after it."""
+    released_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
+    """When the victim's external work was seen gone (``None``: not seen yet, or not
+    watched)."""
 
 
 Index(
@@ -138,6 +146,7 @@ class Store:
     def __init__(self, url: str = DEFAULT_URL) -> None:
         self.engine: Engine = create_engine(url)
         _Base.metadata.create_all(self.engine)
+        _add_missing_columns(self.engine)
 
     def preemptions(self, keys: Iterable[TaskKey] | None = None) -> dict[TaskKey, int]:
         """How often each task was preempted (every task with a preemption, or ``keys``).
@@ -186,7 +195,29 @@ class Store:
                     started=None
                     if stop.started is None
                     else datetime.fromtimestamp(stop.started, UTC),
+                    try_number=stop.try_number,
                 )
+            )
+
+    def unreleased(self, since: datetime) -> list[PreemptionRow]:
+        """Preemptions made after ``since`` whose victim's external work was not yet seen
+        gone, oldest first."""
+        query = (
+            select(PreemptionRow)
+            .where(PreemptionRow.released_at.is_(None), PreemptionRow.at >= since)
+            .order_by(PreemptionRow.id)
+        )
+        with Session(self.engine) as session:
+            return list(session.scalars(query))
+
+    def release(self, ids: Iterable[int], at: datetime) -> None:
+        """Note that the external work of these preemptions' victims is gone."""
+        wanted = list(ids)
+        if not wanted:
+            return
+        with Session(self.engine) as session, session.begin():
+            session.execute(
+                update(PreemptionRow).where(PreemptionRow.id.in_(wanted)).values(released_at=at)
             )
 
     def events(self, limit: int = 100) -> list[PreemptionRow]:
@@ -241,6 +272,27 @@ class Store:
         query = select(CycleRow).order_by(CycleRow.id.desc()).limit(limit)
         with Session(self.engine) as session:
             return list(session.scalars(query))
+
+
+def _add_missing_columns(engine: Engine) -> None:
+    """Add the nullable columns a table of an earlier version lacks (``create_all`` makes
+    missing tables only), so an existing database keeps its records."""
+    inspector = inspect(engine)
+    for table in _Base.metadata.sorted_tables:
+        have = {column["name"] for column in inspector.get_columns(table.name)}
+        for column in table.columns:
+            if column.name in have:
+                continue
+            if not column.nullable:
+                raise RuntimeError(
+                    f"table {table.name} of the pool manager's database lacks column "
+                    f"{column.name}, which cannot be added in place; move the database aside"
+                )
+            kind = column.type.compile(dialect=engine.dialect)
+            with engine.begin() as connection:
+                connection.execute(
+                    text(f'ALTER TABLE {table.name} ADD COLUMN "{column.name}" {kind}')
+                )
 
 
 def now_utc() -> datetime:

@@ -117,3 +117,26 @@ def test_a_config_for_aws_batch_is_not_run_by_the_pool_manager(
         f"{config}: backend: the pool manager runs a config with backend: airflow_pools; "
         "this one's is aws_batch\n"
     )
+
+
+def test_aws_options_without_watching_sagemaker_are_refused(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    base = ["pool-manager", "--config", str(HERE / "fleet.yaml")]
+    code = main([*base, "--api-url", "http://x", "--username", "u", "--endpoint-url", "http://y"])
+    assert code == 1
+    assert (
+        "--aws-conn-id, --region and --endpoint-url are for --watch-sagemaker, which is not given"
+    ) in capsys.readouterr().err
+
+
+def test_watching_sagemaker_without_a_region_says_so(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name in ("AWS_REGION", "AWS_DEFAULT_REGION", "AWS_CONFIG_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
+    base = ["pool-manager", "--config", str(HERE / "fleet.yaml")]
+    code = main([*base, "--api-url", "http://x", "--username", "u", "--watch-sagemaker"])
+    assert code == 1
+    assert "the SageMaker client: NoRegionError" in capsys.readouterr().err

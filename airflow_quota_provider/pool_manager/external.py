@@ -1,0 +1,101 @@
+"""Work a preempted task started outside Airflow, and holding its GPUs until it is gone.
+
+Clearing a task makes Airflow kill its process (the operator's ``on_kill`` runs)
+or, for a deferred task, cancel its trigger (the trigger's ``on_kill`` runs).
+A preemptible operator stops its external work there, e.g. a SageMaker
+training job. But Airflow stops counting a cleared task against its pool at
+once: a deferred task has no process to wait for, and its trigger's
+``on_kill`` runs after the clear. So the manager asks the outside world itself:
+every victim of a recent preemption whose external work was not yet seen gone
+is looked up, and while it still runs the victim keeps holding its slots (as a
+task being stopped), so no preemptor's pool grows into GPUs that are still
+taken.
+
+A victim's external work is found by name: the try that was stopped names its
+training job (:meth:`~airflow_quota_provider.hooks.submission.TaskIdentity.training_job_name`).
+A task without one (not found) holds nothing beyond its own process.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from airflow_quota_provider.hooks.submission import TaskIdentity
+from airflow_quota_provider.pool_manager.tasks import TaskKey
+
+log = logging.getLogger(__name__)
+
+RUNNING_STATUSES = frozenset({"InProgress", "Stopping"})
+"""Training job statuses in which its instances are still taken."""
+
+
+@dataclass(frozen=True, slots=True)
+class Victim:
+    """A preempted try: the task instance and the try whose work was stopped."""
+
+    key: TaskKey
+    try_number: int
+
+    @property
+    def training_job_name(self) -> str:
+        key = self.key
+        identity = TaskIdentity(key.dag_id, key.task_id, key.run_id, key.map_index)
+        return identity.training_job_name(self.try_number)
+
+
+class ExternalWorkUnknown(RuntimeError):
+    """Whether a victim's external work still runs could not be found out."""
+
+
+class ExternalWork(Protocol):
+    """Tells which preempted tries still have work running outside Airflow."""
+
+    def running(self, victims: Iterable[Victim]) -> set[Victim]:
+        """The ``victims`` whose external work still holds capacity.
+
+        :raises ExternalWorkUnknown: when it cannot be told (the manager then grows no pool).
+        """
+        ...
+
+
+class SageMakerTrainingJobs:
+    """Victims' SageMaker training jobs, looked up by name with ``DescribeTrainingJob``.
+
+    :param client: a boto3 SageMaker client.
+    """
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+
+    def running(self, victims: Iterable[Victim]) -> set[Victim]:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        found: set[Victim] = set()
+        for victim in victims:
+            name = victim.training_job_name
+            try:
+                job = self.client.describe_training_job(TrainingJobName=name)
+            except ClientError as error:
+                if _not_found(error):
+                    continue
+                raise ExternalWorkUnknown(f"DescribeTrainingJob {name}: {error}") from error
+            except BotoCoreError as error:
+                raise ExternalWorkUnknown(f"DescribeTrainingJob {name}: {error}") from error
+            status = job.get("TrainingJobStatus")
+            if status in RUNNING_STATUSES:
+                log.info("%s: its training job %s is still %s", victim.key, name, status)
+                found.add(victim)
+        return found
+
+
+def _not_found(error: Any) -> bool:
+    """SageMaker answers an unknown training job with a ValidationException
+    "Requested resource not found"."""
+    answer = error.response.get("Error", {})
+    return bool(
+        answer.get("Code") == "ValidationException"
+        and "not found" in str(answer.get("Message", "")).lower()
+    )
