@@ -151,6 +151,11 @@ def outcome_of(job: Mapping[str, Any], status: Outcome, message: str) -> Service
     created = int(job.get("createdAt") or 0)
     total_ms = max(0, int(end) - created) if end and created else 0
     reason = job.get("statusReason")
+    if status == "preempted":
+        # why it was preempted, not what its requeued job is doing now (the job's own
+        # reason says that, and has none in the instant between the two)
+        recent = (job.get("preemptionSummary") or {}).get("recentPreemptedAttempts") or []
+        reason = (recent[-1].get("statusReason") if recent else None) or reason
     return ServiceJobEvent(
         status=status,
         job_id=job["jobId"],
