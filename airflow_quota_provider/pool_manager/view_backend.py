@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 from airflow_quota_provider.core import Wait
+from airflow_quota_provider.core.headroom import usage_of
 from airflow_quota_provider.core.occupancy import Occupancy, occupancy
 from airflow_quota_provider.exceptions import ViewError
 from airflow_quota_provider.hooks.submission import TaskIdentity
@@ -118,10 +119,7 @@ def pools_view(
     managed = [t for t in tasks if t.pool in fleet.shares]
     holders = [t for t in managed if t.state.holds]
     running = running_jobs(fleet, holders, now, counts)
-    usage: dict[str, dict[str, int]] = {}
-    for job in running:
-        for unit, count in job.demand.items():
-            usage.setdefault(job.share, {})[unit] = usage.get(job.share, {}).get(unit, 0) + count
+    usage = usage_of(running)
     table = occupancy(config, usage)
     victims = next_victims(config, running, table, now)
     by_key = {t.key: t for t in managed}
