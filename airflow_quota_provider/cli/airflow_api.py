@@ -14,13 +14,13 @@ import argparse
 import os
 from typing import TYPE_CHECKING
 
+from airflow_quota_provider.pool_manager import DEFAULT_API_CONN_ID as DEFAULT_CONN_ID
 from airflow_quota_provider.pool_manager import DEFAULT_DATABASE_URL as DEFAULT_URL
 
 if TYPE_CHECKING:
     from airflow_quota_provider.pool_manager.gateway import Credentials
 
 PASSWORD_VARIABLE = "AIRFLOW_QUOTA_API_PASSWORD"
-DEFAULT_CONN_ID = "airflow_api_default"
 
 
 def add_airflow_api_arguments(parser: argparse._ActionsContainer, *, database: bool = True) -> None:
@@ -49,7 +49,7 @@ def airflow_api(
 ) -> tuple[str, Credentials]:
     """The api-server's URL and the user: ``api_url`` and ``username`` (password from the
     environment) or the connection ``conn_id``; ``ValueError`` saying what is missing."""
-    from airflow_quota_provider.pool_manager.gateway import Credentials
+    from airflow_quota_provider.pool_manager.gateway import Credentials, api_of
 
     if api_url:
         if not username:
@@ -66,8 +66,4 @@ def airflow_api(
             f"AIRFLOW_CONN_{conn_id.upper()}=http://USER:PASSWORD@HOST:PORT) "
             f"or pass --api-url and --username"
         ) from None
-    scheme = conn.conn_type if conn.conn_type in ("http", "https") else "http"
-    port = f":{conn.port}" if conn.port else ""
-    if not conn.host or not conn.login:
-        raise ValueError(f"Airflow connection {conn_id!r} needs a host and a login")
-    return f"{scheme}://{conn.host}{port}", Credentials(conn.login, conn.password or "")
+    return api_of(conn, conn_id)

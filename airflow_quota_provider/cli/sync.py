@@ -20,12 +20,12 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from airflow_quota_provider.cli.airflow_api import (
-    DEFAULT_CONN_ID,
     add_airflow_api_arguments,
     airflow_api,
 )
 from airflow_quota_provider.cli.connection import AwsClientError, add_aws_arguments, aws_client
 from airflow_quota_provider.exceptions import ConfigError
+from airflow_quota_provider.pool_manager import DEFAULT_API_CONN_ID
 from airflow_quota_provider.pool_manager.fleet import Fleet
 from airflow_quota_provider.sync.apply import apply_plan
 from airflow_quota_provider.sync.aws_state import read_state
@@ -176,7 +176,9 @@ def _pools(args: argparse.Namespace, fleet: Fleet, *, apply: bool) -> int:
     from airflow_quota_provider.sync.pool_plan import plan_pools
 
     try:
-        url, credentials = airflow_api(args.conn_id or DEFAULT_CONN_ID, args.api_url, args.username)
+        url, credentials = airflow_api(
+            args.conn_id or DEFAULT_API_CONN_ID, args.api_url, args.username
+        )
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_ERROR

@@ -8,11 +8,11 @@ from typing import Any
 from airflow.providers.amazon.aws.hooks.base_aws import AwsBaseHook
 from airflow.providers.amazon.aws.utils.connection_wrapper import AwsConnectionWrapper
 
+from airflow_quota_provider.core.headroom import headroom
 from airflow_quota_provider.core.model import QueueConfig
 from airflow_quota_provider.core.occupancy import Occupancy, occupancy
 from airflow_quota_provider.hooks.usage import (
     HOLDING_STATUSES,
-    headroom,
     queue_config_from_aws,
     usage_from_jobs,
 )

@@ -7,3 +7,6 @@ pools' slots to what the core admits, and preempts by clearing task instances.
 
 DEFAULT_DATABASE_URL = "sqlite:///airflow-quota-pool-manager.db"
 """The manager's own database unless ``--database`` names one (a file in the current folder)."""
+
+DEFAULT_API_CONN_ID = "airflow_api_default"
+"""The Airflow connection to the api-server (URL and user) unless one is named."""

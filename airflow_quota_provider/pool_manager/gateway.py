@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 import urllib3
 from airflow_client.client import ApiClient, Configuration
@@ -65,6 +65,31 @@ class Credentials:
 
     def __repr__(self) -> str:
         return f"Credentials(username={self.username!r}, password=***)"
+
+
+class ApiConnection(Protocol):
+    """The fields of an Airflow connection to the api-server (``http://USER:PASSWORD@HOST:PORT``)."""
+
+    @property
+    def conn_type(self) -> str | None: ...
+    @property
+    def host(self) -> str | None: ...
+    @property
+    def port(self) -> int | None: ...
+    @property
+    def login(self) -> str | None: ...
+    @property
+    def password(self) -> str | None: ...
+
+
+def api_of(conn: ApiConnection, conn_id: str) -> tuple[str, Credentials]:
+    """The api-server's URL and the user of the connection ``conn_id``; ``ValueError`` if it
+    lacks a host or a login."""
+    if not conn.host or not conn.login:
+        raise ValueError(f"Airflow connection {conn_id!r} needs a host and a login")
+    scheme = conn.conn_type if conn.conn_type in ("http", "https") else "http"
+    port = f":{conn.port}" if conn.port else ""
+    return f"{scheme}://{conn.host}{port}", Credentials(conn.login, conn.password or "")
 
 
 class AirflowGateway:

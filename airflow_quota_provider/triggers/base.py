@@ -1,4 +1,4 @@
-"""What every trigger of this provider shares: the AWS connection it polls with."""
+"""What the AWS Batch triggers of this provider share: the AWS connection they poll with."""
 
 from __future__ import annotations
 

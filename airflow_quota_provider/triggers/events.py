@@ -1,4 +1,7 @@
-"""The one event :class:`~airflow_quota_provider.triggers.service_job.ServiceJobTrigger` fires."""
+"""The events of this provider's triggers: how a followed service job ended
+(:class:`~airflow_quota_provider.triggers.service_job.ServiceJobTrigger`), and that a share
+could start a capacity (:class:`~airflow_quota_provider.triggers.capacity.QuotaCapacityTrigger`).
+"""
 
 from __future__ import annotations
 
@@ -32,3 +35,15 @@ class ServiceJobEvent(TypedDict):
     queued_seconds: float
     run_seconds: float
     message: str
+
+
+class CapacityEvent(TypedDict):
+    """The share could start the capacity asked for.
+
+    :param status: always ``success``: the trigger waits until then (the sensor's
+        ``timeout`` ends a longer wait).
+    :param headroom: units the share could start when the event fired.
+    """
+
+    status: Literal["success"]
+    headroom: dict[str, int]

@@ -40,15 +40,15 @@ def backend_from_config() -> QuotaBackend:
 
 
 def _pools_backend(path: str) -> QuotaBackend:
-    from airflow_quota_provider.cli.airflow_api import DEFAULT_CONN_ID, airflow_api
+    from airflow_quota_provider.cli.airflow_api import airflow_api
     from airflow_quota_provider.config_file import load_config
-    from airflow_quota_provider.pool_manager import DEFAULT_DATABASE_URL
+    from airflow_quota_provider.pool_manager import DEFAULT_API_CONN_ID, DEFAULT_DATABASE_URL
     from airflow_quota_provider.pool_manager.fleet import Fleet
     from airflow_quota_provider.pool_manager.gateway import AirflowGateway
     from airflow_quota_provider.pool_manager.store import Store
     from airflow_quota_provider.pool_manager.view_backend import PoolsBackend
 
-    conn_id = conf.get(SECTION, "view_api_conn_id", fallback=DEFAULT_CONN_ID)
+    conn_id = conf.get(SECTION, "view_api_conn_id", fallback=DEFAULT_API_CONN_ID)
     database = conf.get(SECTION, "view_pool_manager_database", fallback=DEFAULT_DATABASE_URL)
     ttl = conf.getfloat(SECTION, "view_cache_seconds", fallback=DEFAULT_TTL)
     url, credentials = airflow_api(conn_id)

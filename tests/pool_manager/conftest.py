@@ -22,15 +22,21 @@ def managed_stack(
     dag_ids: tuple[str, ...],
     extra_env: dict[str, str] | None = None,
     database_url: str | None = None,
+    password: str = "admin",
 ) -> Iterator[Stack]:
     """api-server, scheduler, dag-processor, triggerer and ``airflow-quota pool-manager``
-    (1 s cycles), with the DAGs of ``dags/`` parsed and the config's pools created."""
+    (1 s cycles), with the DAGs of ``dags/`` parsed and the config's pools created.
+
+    :param password: the Airflow user's; the manager and the ``airflow_api_default``
+        connection log in with it.
+    """
     settings = StackSettings(
         workdir=workdir,
         dags_folder=HERE / "dags",
         quota_config=config,
         extra_env=extra_env or {},
         database_url=database_url,
+        password=password,
     )
     with Processes(workdir / "logs") as processes:
         stack = Stack(settings, processes)
