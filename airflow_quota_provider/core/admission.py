@@ -31,7 +31,7 @@ def check_submission(config: QueueConfig, job: WaitingJob) -> Refusal | None:
         names = ", ".join(s.name for s in config.shares)
         return Refusal(
             RefusalCode.UNKNOWN_SHARE,
-            f"share {job.share} does not exist in job queue {config.job_queue}; "
+            f"share {job.share} does not exist in {config.title}; "
             f"its shares are {names}",
         )
     if not share.enabled:
@@ -59,7 +59,7 @@ def _check_demand(config: QueueConfig, demand: Resources) -> Refusal | None:
     if unknown:
         return Refusal(
             RefusalCode.UNKNOWN_UNIT,
-            f"job queue {config.job_queue} has no {', '.join(unknown)}; "
+            f"{config.title} has no {', '.join(unknown)}; "
             f"it has {', '.join(config.units)}",
         )
     return None
@@ -73,7 +73,7 @@ def check_fits_ever(config: QueueConfig, share: Share, demand: Resources) -> Ref
         if need > queue_has:
             return Refusal(
                 RefusalCode.EXCEEDS_QUEUE_CAPACITY,
-                f"the job needs {need} {unit}; job queue {config.job_queue} has {queue_has}",
+                f"the job needs {need} {unit}; {config.title} has {queue_has}",
             )
         limit = config.share_limit(share, unit)
         if need > limit:

@@ -146,6 +146,12 @@ class QueueConfig:
         return self._by_name.get(name)
 
     @property
+    def title(self) -> str:
+        """How messages name it: ``job queue NAME`` (AWS Batch) or ``fleet NAME`` (pools)."""
+        noun = "fleet" if self.backend is Backend.AIRFLOW_POOLS else "job queue"
+        return f"{noun} {self.job_queue}"
+
+    @property
     def units(self) -> tuple[str, ...]:
         return tuple(sorted(self.capacity))
 

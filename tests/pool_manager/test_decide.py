@@ -180,7 +180,7 @@ def test_a_task_that_could_never_fit_its_share_is_refused_with_what_the_share_ca
             key("huge"),
             VISION,
             "Failed by the quota pool manager: pool_slots=17 in pool vision-gpus can never "
-            "run: the job needs 17 gpu; job queue q has 16. Lower pool_slots or give share "
+            "run: the job needs 17 gpu; fleet q has 16. Lower pool_slots or give share "
             "vision more gpu.",
         ),
     )

@@ -147,7 +147,7 @@ REFUSALS = [
         2,
         "RequestRefused",
         "ShareUnavailable: job unknown_share refused (UNKNOWN_SHARE): share robotics does not "
-        "exist in job queue gpus; its shares are nlp, vision",
+        "exist in fleet gpus; its shares are nlp, vision",
     ),
     (
         "too_much",
@@ -160,7 +160,7 @@ REFUSALS = [
         "unknown_unit",
         2,
         "RequestRefused",
-        "CannotFit: job unknown_unit refused (UNKNOWN_UNIT): job queue gpus has no tpu",
+        "CannotFit: job unknown_unit refused (UNKNOWN_UNIT): fleet gpus has no tpu",
     ),
     (
         "wrong_backend",
