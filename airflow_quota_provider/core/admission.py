@@ -31,8 +31,7 @@ def check_submission(config: QueueConfig, job: WaitingJob) -> Refusal | None:
         names = ", ".join(s.name for s in config.shares)
         return Refusal(
             RefusalCode.UNKNOWN_SHARE,
-            f"share {job.share} does not exist in {config.title}; "
-            f"its shares are {names}",
+            f"share {job.share} does not exist in {config.title}; its shares are {names}",
         )
     if not share.enabled:
         return Refusal(
@@ -59,8 +58,7 @@ def _check_demand(config: QueueConfig, demand: Resources) -> Refusal | None:
     if unknown:
         return Refusal(
             RefusalCode.UNKNOWN_UNIT,
-            f"{config.title} has no {', '.join(unknown)}; "
-            f"it has {', '.join(config.units)}",
+            f"{config.title} has no {', '.join(unknown)}; it has {', '.join(config.units)}",
         )
     return None
 
