@@ -39,6 +39,8 @@ class StackSettings:
     :param database_url: Airflow's metadata DB; ``None`` = SQLite in ``workdir``.
     :param poll_interval: seconds between the triggers' status checks.
     :param api_port: the api-server's port; 0 picks a free one.
+    :param emulator_args: more options for the endpoint, e.g.
+        ``("--instance-limit", "ml.p4d.24xlarge=4")``.
     """
 
     workdir: Path
@@ -51,6 +53,7 @@ class StackSettings:
     username: str = "admin"
     password: str = "admin"
     extra_env: dict[str, str] = field(default_factory=dict)
+    emulator_args: tuple[str, ...] = ()
 
 
 class Stack:
@@ -129,6 +132,7 @@ class Stack:
             f"{self.settings.time_scale:g}",
             "--state",
             str(state),
+            *self.settings.emulator_args,
         ]
         self.processes.start("emulator", command, self.env, cwd=self.settings.workdir)
         wait_for("the local AWS endpoint", self._emulator_up, 60, self.processes, every=0.2)
