@@ -23,12 +23,16 @@ def managed_stack(
     extra_env: dict[str, str] | None = None,
     database_url: str | None = None,
     password: str = "admin",
+    emulator_args: tuple[str, ...] = (),
+    manager_args: tuple[str, ...] = (),
 ) -> Iterator[Stack]:
     """api-server, scheduler, dag-processor, triggerer and ``airflow-quota pool-manager``
     (1 s cycles), with the DAGs of ``dags/`` parsed and the config's pools created.
 
     :param password: the Airflow user's; the manager and the ``airflow_api_default``
         connection log in with it.
+    :param emulator_args: more options for the local AWS endpoint.
+    :param manager_args: more options for the manager, e.g. ``("--watch-sagemaker",)``.
     """
     settings = StackSettings(
         workdir=workdir,
@@ -37,6 +41,7 @@ def managed_stack(
         extra_env=extra_env or {},
         database_url=database_url,
         password=password,
+        emulator_args=emulator_args,
     )
     with Processes(workdir / "logs") as processes:
         stack = Stack(settings, processes)
@@ -59,6 +64,7 @@ def managed_stack(
             *(sys.executable, "-m", "airflow_quota_provider.cli", "pool-manager"),
             *("--config", str(config), "--api-url", stack.api_url),
             *("--username", settings.username, "--interval", "1"),
+            *manager_args,
         ]
         processes.start("pool-manager", command, env, cwd=workdir)
         wait_for("the manager to create the pools", lambda: _pools_made(stack.api), 60, processes)
