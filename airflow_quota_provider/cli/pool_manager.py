@@ -15,13 +15,16 @@ import argparse
 import logging
 import signal
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_quota_provider.cli.airflow_api import add_airflow_api_arguments, airflow_api
 from airflow_quota_provider.cli.connection import AwsClientError, add_aws_arguments, aws_client
 from airflow_quota_provider.config_file import load_config
 from airflow_quota_provider.core.model import Backend
 from airflow_quota_provider.exceptions import ConfigError
+
+if TYPE_CHECKING:
+    from airflow_quota_provider.pool_manager.manager import PoolManager
 
 
 def add_parser(commands: Any) -> None:
@@ -40,6 +43,13 @@ def add_parser(commands: Any) -> None:
     add_airflow_api_arguments(parser)
     parser.add_argument(
         "--once", action="store_true", help="run one cycle, print what it decided, and exit"
+    )
+    parser.add_argument(
+        "--lease",
+        type=_positive,
+        help="seconds a manager's lead lasts unless renewed (default 1.5 intervals, at least 3): "
+        "several managers of one fleet on one PostgreSQL database take over from each other "
+        "within about 1.25 leases",
     )
     sagemaker = parser.add_argument_group(
         "SageMaker",
@@ -109,16 +119,43 @@ def run(args: argparse.Namespace) -> int:
     # imported here: the REST client and SQLAlchemy take a second to load
     from airflow_quota_provider.pool_manager.fleet import Fleet
     from airflow_quota_provider.pool_manager.gateway import AirflowGateway
+    from airflow_quota_provider.pool_manager.lease import Lease
     from airflow_quota_provider.pool_manager.manager import PoolManager
     from airflow_quota_provider.pool_manager.store import Store
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    store = Store(args.database)
+    lease = Lease(store.engine, config.job_queue, args.lease or max(3.0, 1.5 * args.interval))
     manager = PoolManager(
         Fleet.of(config),
-        AirflowGateway(url, credentials),
-        Store(args.database),
+        AirflowGateway(url, credentials, write_timeout=lease.write_timeout),
+        store,
         external=external,
+        lease=lease,
     )
+    only_one = store.engine.dialect.name == "sqlite"
+    if (only_one or args.once) and not lease.wait_to_lead():
+        holder = lease.current()
+        who = f"{holder.holder} (epoch {holder.epoch})" if holder else "another manager"
+        why = (
+            "a SQLite database allows one manager; run several on PostgreSQL"
+            if only_one
+            else "--once acts only when no other manager leads"
+        )
+        print(
+            f"airflow-quota pool-manager: {who} leads fleet {config.job_queue} on "
+            f"{store.engine.url.render_as_string(hide_password=True)}; {why}",
+            file=sys.stderr,
+        )
+        return 1
+    lease.start()
+    try:
+        return _serve(manager, args)
+    finally:
+        lease.stop()
+
+
+def _serve(manager: PoolManager, args: argparse.Namespace) -> int:
     if args.once:
         report = manager.cycle()
         for start in report.plan.start:

@@ -101,11 +101,15 @@ class AirflowGateway:
         credentials: Credentials,
         *,
         timeout: float = 30.0,
+        write_timeout: float | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.credentials = credentials
         self.timeout = timeout
+        self.write_timeout = timeout if write_timeout is None else write_timeout
+        """The longest a change (a pool, a clear, a fail) may take: under a lease, what
+        keeps a manager's last change inside its lease."""
         self.clock = clock
         self.calls = 0
         """REST calls made so far (logins included)."""
@@ -156,17 +160,17 @@ class AirflowGateway:
     def create_pool(self, name: str, slots: int, description: str) -> None:
         api = PoolApi(self._authorized())
         body = PoolBody(name=name, slots=slots, description=description, include_deferred=True)
-        self._call(f"create pool {name}", api.post_pool, body)
+        self._call(f"create pool {name}", api.post_pool, body, write=True)
 
     def set_pool(self, name: str, slots: int, description: str) -> None:
         """Set a pool's slots, counting deferred tasks (they still hold their GPUs)."""
         api = PoolApi(self._authorized())
         body = PoolPatchBody(pool=name, slots=slots, description=description, include_deferred=True)
-        self._call(f"set pool {name}", api.patch_pool, name, body)
+        self._call(f"set pool {name}", api.patch_pool, name, body, write=True)
 
     def delete_pool(self, name: str) -> None:
         api = PoolApi(self._authorized())
-        self._call(f"delete pool {name}", api.delete_pool, name)
+        self._call(f"delete pool {name}", api.delete_pool, name, write=True)
 
     def clear(self, key: TaskKey, note: str) -> None:
         """Clear exactly one task instance (it is killed if it runs, then runs again)."""
@@ -187,7 +191,7 @@ class AirflowGateway:
                 "note": note,
             }
         )
-        self._call(f"clear {key}", api.post_clear_task_instances, key.dag_id, body)
+        self._call(f"clear {key}", api.post_clear_task_instances, key.dag_id, body, write=True)
 
     def fail(self, key: TaskKey, note: str) -> None:
         """Mark one task instance failed (it is killed if it runs), with ``note``."""
@@ -202,14 +206,23 @@ class AirflowGateway:
             key.task_id,
             body,
             map_index=map_index,
+            write=True,
         )
 
     # -- plumbing ---------------------------------------------------------------------------
 
-    def _call(self, what: str, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    def _call(
+        self,
+        what: str,
+        method: Callable[..., Any],
+        *args: Any,
+        write: bool = False,
+        **kwargs: Any,
+    ) -> Any:
         self.calls += 1
+        timeout = self.write_timeout if write else self.timeout
         try:
-            return method(*args, _request_timeout=self.timeout, **kwargs)
+            return method(*args, _request_timeout=timeout, **kwargs)
         except ApiException as error:
             raise GatewayError(what, _detail(error), error.status) from None
         except (urllib3.exceptions.HTTPError, OSError) as error:

@@ -21,6 +21,10 @@ lent, waiting) and counts preemptions and failures per share, through Airflow's
 When Airflow cannot be reached or answers errors, the cycle stops where it is
 (nothing half-decided is applied), no pool grows while the manager cannot see,
 and it retries with a growing delay, saying so.
+
+With a :class:`~airflow_quota_provider.pool_manager.lease.Lease`, several managers
+run for one fleet and only the lease's holder cycles; it checks the lease before
+each change it makes and stops where it is once it can no longer be sure it leads.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from airflow_quota_provider.pool_manager.external import ExternalWork, ExternalW
 from airflow_quota_provider.pool_manager.figures import fleet_gauges
 from airflow_quota_provider.pool_manager.fleet import Fleet
 from airflow_quota_provider.pool_manager.gateway import AirflowGateway, GatewayError
+from airflow_quota_provider.pool_manager.lease import Lease
 from airflow_quota_provider.pool_manager.pools import PoolSlots
 from airflow_quota_provider.pool_manager.store import Store
 from airflow_quota_provider.pool_manager.tasks import PoolTask, TaskKey, TaskState
@@ -44,6 +49,10 @@ from airflow_quota_provider.pool_manager.tasks import PoolTask, TaskKey, TaskSta
 log = logging.getLogger(__name__)
 
 MAX_BACKOFF_SECONDS = 60.0
+
+
+class LeaseLost(RuntimeError):
+    """The manager can no longer be sure it leads: it must stop changing anything."""
 
 
 @dataclass(frozen=True)
@@ -141,12 +150,14 @@ class PoolManager:
         *,
         clock: Callable[[], float] = time.time,
         external: ExternalWork | None = None,
+        lease: Lease | None = None,
     ) -> None:
         self.fleet = fleet
         self.gateway = gateway
         self.store = store
         self.clock = clock
         self.external = external
+        self.lease = lease
 
     def cycle(self) -> CycleReport:
         calls = self.gateway.calls
@@ -158,6 +169,7 @@ class PoolManager:
         for stop in plan.stop:
             self._preempt(stop, now)
         for refusal in plan.refuse:
+            self._may_change(f"fail {refusal.key}")
             log.warning("failing %s: %s", refusal.key, refusal.note)
             self.gateway.fail(refusal.key, refusal.note)
             self._count("failures", refusal.pool)
@@ -170,9 +182,23 @@ class PoolManager:
     def run(self, interval: float, should_stop: Callable[[], bool] = lambda: False) -> None:
         """Cycle every ``interval`` seconds until ``should_stop()``; survive Airflow outages."""
         backoff = interval
+        standing_by = False
         while not should_stop():
+            lease = self.lease
+            if lease is not None and not lease.leading():
+                if not standing_by:
+                    holder = lease.current()
+                    who = f"{holder.holder} leads (epoch {holder.epoch})" if holder else "no one"
+                    log.info("standing by for fleet %s: %s", self.fleet.config.job_queue, who)
+                standing_by = True
+                _sleep(min(interval, lease.write_timeout), should_stop)
+                continue
+            standing_by = False
             try:
                 report = self.cycle()
+            except LeaseLost as error:
+                log.warning("stopped acting: %s", error)
+                continue
             except (GatewayError, ExternalWorkUnknown) as error:
                 backoff = min(MAX_BACKOFF_SECONDS, max(interval, backoff * 2))
                 what = "Airflow" if isinstance(error, GatewayError) else "the victims' work"
@@ -196,7 +222,16 @@ class PoolManager:
             )
             _sleep(interval, should_stop)
 
+    def _may_change(self, what: str) -> None:
+        """Raise :class:`LeaseLost` unless this manager may start a change now."""
+        if self.lease is not None and not self.lease.leading():
+            raise LeaseLost(
+                f"the lease of fleet {self.fleet.config.job_queue} is not confirmed; "
+                f"not going to {what}"
+            )
+
     def _preempt(self, stop: Stop, now: float) -> None:
+        self._may_change(f"preempt {stop.key}")
         if stop.fails:
             log.warning("failing %s: %s", stop.key, stop.note)
             self.gateway.fail(stop.key, stop.note)
@@ -219,6 +254,7 @@ class PoolManager:
             have = pools.get(name)
             if have is None:
                 if not grow:
+                    self._may_change(f"create pool {name}")
                     log.info("creating pool %s with %d slots (it was missing)", name, slots)
                     self.gateway.create_pool(name, slots, description)
                     changed += 1
@@ -229,6 +265,7 @@ class PoolManager:
                 due = slots < have.slots or (slots == have.slots and not have.include_deferred)
             if not due:
                 continue
+            self._may_change(f"set pool {name} to {slots} slots")
             if not have.include_deferred:
                 log.warning("restoring include_deferred of pool %s, turned off by hand", name)
             self.gateway.set_pool(name, slots, description)
