@@ -25,6 +25,7 @@ def managed_stack(
     password: str = "admin",
     emulator_args: tuple[str, ...] = (),
     manager_args: tuple[str, ...] = (),
+    interval: float = 1,
 ) -> Iterator[Stack]:
     """api-server, scheduler, dag-processor, triggerer and ``airflow-quota pool-manager``
     (1 s cycles), with the DAGs of ``dags/`` parsed and the config's pools created.
@@ -33,6 +34,7 @@ def managed_stack(
         connection log in with it.
     :param emulator_args: more options for the local AWS endpoint.
     :param manager_args: more options for the manager, e.g. ``("--watch-sagemaker",)``.
+    :param interval: seconds between the manager's cycles.
     """
     settings = StackSettings(
         workdir=workdir,
@@ -63,7 +65,7 @@ def managed_stack(
         command = [
             *(sys.executable, "-m", "airflow_quota_provider.cli", "pool-manager"),
             *("--config", str(config), "--api-url", stack.api_url),
-            *("--username", settings.username, "--interval", "1"),
+            *("--username", settings.username, "--interval", f"{interval:g}"),
             *manager_args,
         ]
         processes.start("pool-manager", command, env, cwd=workdir)
