@@ -14,6 +14,8 @@ Counters, per share: from ``QuotaTrainingOperator``
 when the task ends) and ``.failures``; from the pool manager ``.preemptions``
 (each task it clears or fails for another) and ``.failures`` (each task it
 fails: its preemptions used up, it could never fit, or its settings are wrong).
+Per fleet, from the reconciler: ``quota_provider.<queue>.orphans_stopped`` (jobs
+it stopped because no task watched them any more).
 """
 
 from __future__ import annotations
@@ -83,3 +85,14 @@ def count(counter: str, job_queue: str, quota_share: str, by: int = 1) -> None:
     job_queue = job_queue.rsplit("/", 1)[-1]  # a queue's name from its ARN
     name = f"{PREFIX}.{part(job_queue)}.{part(quota_share)}.{counter}"
     Stats.incr(name, count=by, tags={"job_queue": job_queue, "quota_share": quota_share})
+
+
+def count_orphans(job_queue: str, by: int) -> None:
+    """Add ``by`` to the jobs the reconciler stopped for one job queue or pools fleet."""
+    if by <= 0:
+        return
+    from airflow.sdk.observability.stats import Stats
+
+    job_queue = job_queue.rsplit("/", 1)[-1]
+    name = f"{PREFIX}.{part(job_queue)}.orphans_stopped"
+    Stats.incr(name, count=by, tags={"job_queue": job_queue})

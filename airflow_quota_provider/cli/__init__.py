@@ -12,6 +12,7 @@ from airflow_quota_provider.cli import (
     emulator,
     pool_manager,
     recommend,
+    reconcile,
     simulate,
     status,
     sync,
@@ -35,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
         recommend,
         status,
         pool_manager,
+        reconcile,
         demo,
     ):
         module.add_parser(commands)

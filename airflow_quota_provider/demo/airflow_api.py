@@ -43,6 +43,9 @@ class AirflowApi:
     def patch(self, path: str, body: dict[str, Any]) -> Any:
         return self._send("PATCH", path, body, self.token())
 
+    def delete(self, path: str) -> Any:
+        return self._send("DELETE", path, None, self.token())
+
     def set_task_state(self, dag_id: str, run_id: str, task_id: str, state: str) -> None:
         """Mark a task instance ``state`` (``failed``, ``success``), as a user does in the UI."""
         path = f"/api/v2/dags/{_quote(dag_id)}/dagRuns/{_quote(run_id)}/taskInstances/"

@@ -1,4 +1,4 @@
-"""SageMaker's Create/Describe/Stop/ListTrainingJobs.
+"""SageMaker's Create/Describe/Stop/ListTrainingJobs, and ListTags of a training job.
 
 Errors as SageMaker sends them: an unknown name in DescribeTrainingJob is a
 ``ValidationException`` "Requested resource not found." (what the amazon
@@ -187,7 +187,25 @@ def _summary(job: TrainingJob) -> dict[str, Any]:
     }
 
 
+def list_tags(world: World, params: Params) -> Response:
+    """A training job's tags, by its ARN, 50 or more per page (SageMaker's minimum)."""
+    arn = params["ResourceArn"]
+    job = next(
+        (j for j in world.store.training_jobs.values() if j.arn.casefold() == arn.casefold()),
+        None,
+    )
+    if job is None:
+        raise SageMakerValidationError(f"Requested resource not found: {arn}")
+    tags = sorted(job.tags.items())
+    limit = check_limit(params.get("MaxResults"), 50, SAGEMAKER, maximum=100)
+    chosen, token = page(
+        tags, lambda tag: (tag[0],), limit=limit, token=params.get("NextToken"), service=SAGEMAKER
+    )
+    return {"Tags": [{"Key": k, "Value": v} for k, v in chosen], "NextToken": token}
+
+
 HANDLERS: dict[str, Handler] = {
+    "ListTags": list_tags,
     "CreateTrainingJob": create,
     "DescribeTrainingJob": describe_one,
     "StopTrainingJob": stop,

@@ -39,10 +39,29 @@ class TaskIdentity:
     run_id: str
     map_index: int = -1
 
+    def __str__(self) -> str:
+        """``dag_id/run_id/task_id[map_index]``, as the pool manager names task instances."""
+        mapped = f"[{self.map_index}]" if self.map_index >= 0 else ""
+        return f"{self.dag_id}/{self.run_id}/{self.task_id}{mapped}"
+
     def client_token(self) -> str:
         """A 64-character SubmitServiceJob ``clientToken`` (AWS allows 1..64)."""
         key = json.dumps([self.dag_id, self.task_id, self.run_id, self.map_index])
         return hashlib.sha256(key.encode()).hexdigest()
+
+    @classmethod
+    def from_tags(cls, tags: Mapping[str, str]) -> TaskIdentity | None:
+        """The task instance a job's ``airflow:*`` tags name; ``None`` without all of them
+        (a job someone else made, never to be touched)."""
+        try:
+            return cls(
+                tags[f"{TAG_PREFIX}dag_id"],
+                tags[f"{TAG_PREFIX}task_id"],
+                tags[f"{TAG_PREFIX}run_id"],
+                int(tags[f"{TAG_PREFIX}map_index"]),
+            )
+        except (KeyError, ValueError):
+            return None
 
     def tags(self) -> dict[str, str]:
         return {
@@ -64,6 +83,14 @@ class TaskIdentity:
             return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-")[:16].strip("-") or "x"
 
         return f"{part(self.dag_id)}-{part(self.task_id)}-{digest}-t{try_number}"
+
+    def try_of(self, training_job_name: str) -> int | None:
+        """The try whose :meth:`training_job_name` this is; ``None`` if it is none of ours."""
+        head, _, number = training_job_name.rpartition("-t")
+        if not head or not number.isdigit():
+            return None
+        try_number = int(number)
+        return try_number if self.training_job_name(try_number) == training_job_name else None
 
     def job_name(self) -> str:
         """``dag-task[-index]`` within Batch's 128 letters, digits, ``-`` and ``_``."""

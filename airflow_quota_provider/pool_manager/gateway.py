@@ -33,6 +33,7 @@ from airflow_client.client.models.task_instance_response import TaskInstanceResp
 from airflow_client.client.models.task_instance_state import TaskInstanceState
 from airflow_client.client.models.task_instances_batch_body import TaskInstancesBatchBody
 
+from airflow_quota_provider.core.orphans import TaskSeen
 from airflow_quota_provider.pool_manager.overrides import overrides_of
 from airflow_quota_provider.pool_manager.pools import PoolSlots
 from airflow_quota_provider.pool_manager.tasks import PoolTask, TaskKey, TaskState
@@ -154,6 +155,32 @@ class AirflowGateway:
             offset += len(page.pools)
             if not page.pools or offset >= page.total_entries:
                 return found
+
+    def task_state(self, key: TaskKey) -> TaskSeen | None:
+        """A task instance's state, try and last move; ``None`` if it (or its run) is gone."""
+        api = TaskInstanceApi(self._authorized())
+        try:
+            if key.map_index < 0:
+                ti = self._call(
+                    f"read {key}", api.get_task_instance, key.dag_id, key.run_id, key.task_id
+                )
+            else:
+                ti = self._call(
+                    f"read {key}",
+                    api.get_mapped_task_instance,
+                    key.dag_id,
+                    key.run_id,
+                    key.task_id,
+                    key.map_index,
+                )
+        except GatewayError as error:
+            if error.status == 404:
+                return None
+            raise
+        state = ti.state.value if ti.state is not None else None
+        moments = (ti.scheduled_when, ti.queued_when, ti.start_date, ti.end_date)
+        moved = max((m.timestamp() for m in moments if m is not None), default=None)
+        return TaskSeen(state, int(ti.try_number), moved)
 
     # -- acting -----------------------------------------------------------------------------
 

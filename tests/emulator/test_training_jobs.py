@@ -137,3 +137,15 @@ def test_a_bad_timing_tag_is_refused(bare_endpoint):
         "Code": "ValidationException",
         "Message": "tag emulator:duration-seconds must be a number of seconds >= 0, got '-5'",
     }
+
+
+def test_list_tags_of_a_training_job_lists_them_all_and_names_an_unknown_arn(bare_endpoint):
+    sagemaker = bare_endpoint.sagemaker
+    tags = {f"team:{n:02d}": str(n) for n in range(50)}  # SageMaker's most
+    arn = _create(sagemaker, "tagged", tags=tags)
+    answer = sagemaker.list_tags(ResourceArn=arn, MaxResults=50)
+    assert "NextToken" not in answer
+    assert {t["Key"]: t["Value"] for t in answer["Tags"]} == tags
+    unknown = arn.replace("tagged", "missing")
+    with pytest.raises(ClientError, match=f"Requested resource not found: {unknown}"):
+        sagemaker.list_tags(ResourceArn=unknown)
