@@ -62,6 +62,14 @@ def add_parser(commands: Any) -> None:
         help="look up each victim's training job (by the name its try gives it) and keep its "
         "slots held while it is InProgress or Stopping",
     )
+    sagemaker.add_argument(
+        "--orphan-grace",
+        type=_positive_or_zero,
+        default=300.0,
+        help="with --watch-sagemaker, also stop our training jobs whose task no longer "
+        "watches them (failed, cleared, deleted, on a later try) once that has lasted this "
+        "many seconds (default 300); checked every minute",
+    )
     add_aws_arguments(sagemaker)
     parser.set_defaults(handler=run)
 
@@ -84,6 +92,16 @@ def _external_work(args: argparse.Namespace) -> Any:
         return SageMakerTrainingJobs(aws_client("sagemaker", args))
     except AwsClientError as error:
         raise ValueError(f"the SageMaker client: {error}") from error
+
+
+def _positive_or_zero(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more seconds, got {text}")
+    return value
 
 
 def _positive(text: str) -> float:
@@ -126,12 +144,21 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     store = Store(args.database)
     lease = Lease(store.engine, config.job_queue, args.lease or max(3.0, 1.5 * args.interval))
+    gateway = AirflowGateway(url, credentials, write_timeout=lease.write_timeout)
+    reconciler = None
+    if external is not None:
+        from airflow_quota_provider.reconciler.jobs import TrainingJobs
+        from airflow_quota_provider.reconciler.reconciler import Reconciler
+
+        jobs = TrainingJobs(external.client)
+        reconciler = Reconciler([jobs], gateway, config.job_queue, args.orphan_grace)
     manager = PoolManager(
         Fleet.of(config),
-        AirflowGateway(url, credentials, write_timeout=lease.write_timeout),
+        gateway,
         store,
         external=external,
         lease=lease,
+        reconciler=reconciler,
     )
     only_one = store.engine.dialect.name == "sqlite"
     if (only_one or args.once) and not lease.wait_to_lead():

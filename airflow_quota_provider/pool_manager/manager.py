@@ -45,6 +45,8 @@ from airflow_quota_provider.pool_manager.lease import Lease
 from airflow_quota_provider.pool_manager.pools import PoolSlots
 from airflow_quota_provider.pool_manager.store import Store
 from airflow_quota_provider.pool_manager.tasks import PoolTask, TaskKey, TaskState
+from airflow_quota_provider.reconciler.jobs import JobsUnknown
+from airflow_quota_provider.reconciler.reconciler import Reconciler
 
 log = logging.getLogger(__name__)
 
@@ -151,6 +153,8 @@ class PoolManager:
         clock: Callable[[], float] = time.time,
         external: ExternalWork | None = None,
         lease: Lease | None = None,
+        reconciler: Reconciler | None = None,
+        reconcile_every: float = 60.0,
     ) -> None:
         self.fleet = fleet
         self.gateway = gateway
@@ -158,6 +162,9 @@ class PoolManager:
         self.clock = clock
         self.external = external
         self.lease = lease
+        self.reconciler = reconciler
+        self.reconcile_every = reconcile_every
+        self._reconciled = float("-inf")
 
     def cycle(self) -> CycleReport:
         calls = self.gateway.calls
@@ -211,6 +218,7 @@ class PoolManager:
                 _sleep(backoff, should_stop)
                 continue
             backoff = interval
+            self._reconcile()
             plan = report.plan
             log.info(
                 "cycle: %d started, %d preempted, %d refused, %d waiting; %d REST calls",
@@ -221,6 +229,25 @@ class PoolManager:
                 report.calls,
             )
             _sleep(interval, should_stop)
+
+    def _reconcile(self) -> None:
+        """Stop orphaned external work, every ``reconcile_every`` seconds, while leading."""
+        if self.reconciler is None or time.monotonic() - self._reconciled < self.reconcile_every:
+            return
+        if self.lease is not None and not self.lease.leading():
+            return
+        self._reconciled = time.monotonic()
+        try:
+            stopped = self.reconciler.reconcile()
+        except (GatewayError, JobsUnknown) as error:
+            log.warning("reconcile pass stopped, nothing more stopped: %s", error)
+            return
+        if stopped or self.reconciler.waiting:
+            log.info(
+                "reconcile: %d orphaned jobs stopped, %d more within their grace",
+                len(stopped),
+                self.reconciler.waiting,
+            )
 
     def _may_change(self, what: str) -> None:
         """Raise :class:`LeaseLost` unless this manager may start a change now."""
