@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import base64
 import json
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
+import pydantic
 import urllib3
 from airflow_client.client import ApiClient, Configuration
 from airflow_client.client.api.pool_api import PoolApi
@@ -40,6 +43,8 @@ from airflow_quota_provider.pool_manager.tasks import PoolTask, TaskKey, TaskSta
 
 PAGE_SIZE = 1000
 """Task instances per list call (the batch route takes any page size)."""
+PARALLEL_PAGES = 4
+"""Pages of task instances asked for at once."""
 
 RENEW_BEFORE_SECONDS = 300.0
 """Log in again when the token has less than this left."""
@@ -120,27 +125,53 @@ class AirflowGateway:
         self._configuration.retries = False
         self._client = ApiClient(self._configuration)
         self._expires = 0.0
+        self._last_total = 0
+        self._executor: ThreadPoolExecutor | None = None
+        self._calls_lock = threading.Lock()
 
     # -- reading ----------------------------------------------------------------------------
 
     def task_instances(self, pools: Iterable[str]) -> list[PoolTask]:
-        """Every task instance of ``pools`` that waits for or holds a slot."""
+        """Every task instance of ``pools`` that waits for or holds a slot.
+
+        Page by page, ordered by id; the pages the last read needed are asked for at once
+        (an api-server with several workers answers them in parallel), then any more.
+        """
         api = TaskInstanceApi(self._authorized())
-        tasks: list[PoolTask] = []
-        offset = 0
-        while True:
+        names = sorted(pools)
+
+        def page(offset: int) -> Any:
             body = TaskInstancesBatchBody(
-                pool=sorted(pools),
+                pool=names,
                 state=list(_READ_STATES),
                 page_limit=PAGE_SIZE,
                 page_offset=offset,
                 order_by="id",
             )
-            page = self._call("list task instances", api.get_task_instances_batch, "~", "~", body)
-            tasks.extend(pool_task(ti) for ti in page.task_instances)
-            offset += len(page.task_instances)
-            if len(page.task_instances) < PAGE_SIZE or offset >= page.total_entries:
-                return tasks
+            return self._call("list task instances", api.get_task_instances_batch, "~", "~", body)
+
+        found: dict[TaskKey, PoolTask] = {}
+        offsets = [n * PAGE_SIZE for n in range(max(1, -(-self._last_total // PAGE_SIZE)))]
+        while True:
+            if len(offsets) == 1:
+                answers = [page(offsets[0])]
+            else:
+                answers = list(self._readers().map(page, offsets))
+            for answer in answers:
+                for ti in answer.task_instances:
+                    task = pool_task(ti)
+                    found[task.key] = task  # a row that moved between two pages counts once
+            total = max(answer.total_entries for answer in answers)
+            done = offsets[-1] + PAGE_SIZE
+            if done >= total or len(answers[-1].task_instances) < PAGE_SIZE:
+                self._last_total = total
+                return list(found.values())
+            offsets = list(range(done, total, PAGE_SIZE))
+
+    def _readers(self) -> ThreadPoolExecutor:
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(PARALLEL_PAGES, thread_name_prefix="quota-read")
+        return self._executor
 
     def pools(self) -> dict[str, PoolSlots]:
         api = PoolApi(self._authorized())
@@ -246,7 +277,8 @@ class AirflowGateway:
         write: bool = False,
         **kwargs: Any,
     ) -> Any:
-        self.calls += 1
+        with self._calls_lock:
+            self.calls += 1
         timeout = self.write_timeout if write else self.timeout
         try:
             return method(*args, _request_timeout=timeout, **kwargs)
@@ -254,6 +286,10 @@ class AirflowGateway:
             raise GatewayError(what, _detail(error), error.status) from None
         except (urllib3.exceptions.HTTPError, OSError) as error:
             detail = f"Airflow's API at {self.base_url} is unreachable ({error})"
+            raise GatewayError(what, detail) from None
+        except (pydantic.ValidationError, ValueError) as error:
+            first = str(error).strip().splitlines()[:3]
+            detail = f"Airflow's API at {self.base_url} answered what cannot be read: {first}"
             raise GatewayError(what, detail) from None
 
     def _authorized(self) -> ApiClient:

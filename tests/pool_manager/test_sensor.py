@@ -153,8 +153,8 @@ REFUSALS = [
         "too_much",
         2,
         "RequestRefused",
-        "CannotFit: job too_much refused (EXCEEDS_QUEUE_CAPACITY): the job needs 5 gpu; job "
-        "queue gpus has 4; share nlp can hold 4 gpu",
+        "CannotFit: job too_much refused (EXCEEDS_QUEUE_CAPACITY): the job needs 5 gpu; fleet "
+        "gpus has 4; share nlp can hold 4 gpu",
     ),
     (
         "unknown_unit",
