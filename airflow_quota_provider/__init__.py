@@ -29,7 +29,10 @@ def get_provider_info() -> dict[str, Any]:
         ],
         "hooks": [{"integration-name": INTEGRATION, "python-modules": [f"{_PKG}.hooks.batch"]}],
         "operators": [
-            {"integration-name": INTEGRATION, "python-modules": [f"{_PKG}.operators.training"]}
+            {
+                "integration-name": INTEGRATION,
+                "python-modules": [f"{_PKG}.operators.training", f"{_PKG}.operators.pool_training"],
+            }
         ],
         "sensors": [
             {"integration-name": INTEGRATION, "python-modules": [f"{_PKG}.sensors.capacity"]}
@@ -37,7 +40,11 @@ def get_provider_info() -> dict[str, Any]:
         "triggers": [
             {
                 "integration-name": INTEGRATION,
-                "python-modules": [f"{_PKG}.triggers.service_job", f"{_PKG}.triggers.capacity"],
+                "python-modules": [
+                    f"{_PKG}.triggers.service_job",
+                    f"{_PKG}.triggers.capacity",
+                    f"{_PKG}.triggers.training_job",
+                ],
             }
         ],
         "extra-links": [

@@ -200,6 +200,27 @@ class ServiceJobTimeout(ServiceJobError):
     """The service job had not finished when the task's wait limit ran out."""
 
 
+class TrainingJobError(QuotaError):
+    """A try's SageMaker training job (run directly, in a pools fleet) did not complete."""
+
+    def __init__(self, message: str, training_job_name: str, failure_reason: str | None) -> None:
+        self.training_job_name = training_job_name
+        self.failure_reason = failure_reason
+        super().__init__(message)
+
+
+class TrainingJobFailed(TrainingJobError):
+    """The training job ended Failed, or Stopped by someone else than this task."""
+
+
+class TrainingJobTimeout(TrainingJobError):
+    """The training job had not ended when the task's wait limit ran out."""
+
+
+class TrainingJobUnreadable(TrainingJobError):
+    """The training job's status could not be read ``max_poll_failures`` polls in a row."""
+
+
 class ViewError(QuotaError):
     """The GPU Quotas view (or ``airflow-quota status``) cannot answer."""
 

@@ -1,4 +1,4 @@
-"""SageMaker's Create/Describe/Stop/ListTrainingJobs, and ListTags of a training job.
+"""SageMaker's Create/Describe/Stop/ListTrainingJobs, and AddTags and ListTags of a training job.
 
 Errors as SageMaker sends them: an unknown name in DescribeTrainingJob is a
 ``ValidationException`` "Requested resource not found." (what the amazon
@@ -187,15 +187,35 @@ def _summary(job: TrainingJob) -> dict[str, Any]:
     }
 
 
-def list_tags(world: World, params: Params) -> Response:
-    """A training job's tags, by its ARN, 50 or more per page (SageMaker's minimum)."""
-    arn = params["ResourceArn"]
+def _by_arn(world: World, arn: str) -> TrainingJob:
     job = next(
         (j for j in world.store.training_jobs.values() if j.arn.casefold() == arn.casefold()),
         None,
     )
     if job is None:
         raise SageMakerValidationError(f"Requested resource not found: {arn}")
+    return job
+
+
+def add_tags(world: World, params: Params) -> Response:
+    """Add or overwrite tags of a training job, by its ARN (at most 50 in all, as SageMaker)."""
+    job = _by_arn(world, params["ResourceArn"])
+    added = {str(t["Key"]): str(t.get("Value", "")) for t in params["Tags"]}
+    merged = {**job.tags, **added}
+    if len(merged) > MAX_TAGS:
+        raise SageMakerValidationError(
+            f"A training job can have at most {MAX_TAGS} tags; these would make {len(merged)}"
+        )
+    job.tags = merged
+    return {"Tags": [{"Key": k, "Value": v} for k, v in added.items()]}
+
+
+MAX_TAGS = 50
+
+
+def list_tags(world: World, params: Params) -> Response:
+    """A training job's tags, by its ARN, 50 or more per page (SageMaker's minimum)."""
+    job = _by_arn(world, params["ResourceArn"])
     tags = sorted(job.tags.items())
     limit = check_limit(params.get("MaxResults"), 50, SAGEMAKER, maximum=100)
     chosen, token = page(
@@ -205,6 +225,7 @@ def list_tags(world: World, params: Params) -> Response:
 
 
 HANDLERS: dict[str, Handler] = {
+    "AddTags": add_tags,
     "ListTags": list_tags,
     "CreateTrainingJob": create,
     "DescribeTrainingJob": describe_one,

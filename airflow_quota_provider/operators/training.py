@@ -20,7 +20,7 @@ from airflow_quota_provider.exceptions import (
 from airflow_quota_provider.hooks.batch import TERMINAL_STATUSES, BatchQuotaHook
 from airflow_quota_provider.hooks.submission import TaskIdentity, build_request, check_admission
 from airflow_quota_provider.links.batch_quota import ServiceJobLink, TrainingJobLink
-from airflow_quota_provider.operators.worker_wait import wait_in_worker
+from airflow_quota_provider.operators.worker_wait import checked_poll_failures, wait_in_worker
 from airflow_quota_provider.refusals import failing_at_once
 from airflow_quota_provider.triggers.events import ServiceJobEvent
 from airflow_quota_provider.triggers.progress import JobWatch, outcome_of, preemptions_of
@@ -139,16 +139,7 @@ class QuotaTrainingOperator(AwsBaseOperator[BatchQuotaHook]):
         self.stop_on_preemption = stop_on_preemption
         self.escalate_priority = escalate_priority
         self.cancel_on_kill = cancel_on_kill
-        if max_poll_failures is not None and (
-            isinstance(max_poll_failures, bool)
-            or not isinstance(max_poll_failures, int)
-            or max_poll_failures < 1
-        ):
-            raise ValueError(
-                f"max_poll_failures must be a whole number >= 1 (polls in a row) or None "
-                f"(never give up), got {max_poll_failures!r}"
-            )
-        self.max_poll_failures = max_poll_failures
+        self.max_poll_failures = checked_poll_failures(max_poll_failures)
         self.job_id: str | None = None
 
     def execute(self, context: Context) -> dict[str, Any]:

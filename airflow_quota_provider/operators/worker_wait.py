@@ -52,3 +52,13 @@ def wait_in_worker(
         if max_wait_seconds is not None and time.monotonic() >= deadline:
             return timed_out(job, max_wait_seconds)
         time.sleep(poll_interval)
+
+
+def checked_poll_failures(value: int | None) -> int | None:
+    """``max_poll_failures`` as an operator takes it: a whole number >= 1, or ``None``."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ValueError(
+            f"max_poll_failures must be a whole number >= 1 (polls in a row) or None "
+            f"(never give up), got {value!r}"
+        )
+    return value

@@ -24,12 +24,10 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from airflow_quota_provider.hooks.submission import TaskIdentity
+from airflow_quota_provider.hooks.training_tries import RUNNING_STATUSES, TrainingTries, not_found
 from airflow_quota_provider.pool_manager.tasks import TaskKey
 
 log = logging.getLogger(__name__)
-
-RUNNING_STATUSES = frozenset({"InProgress", "Stopping"})
-"""Training job statuses in which its instances are still taken."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +58,11 @@ class ExternalWork(Protocol):
         """
         ...
 
+    def tell(self, victim: Victim, note: str) -> None:
+        """Record on the victim's external work, if it has any, who preempts it and why,
+        before its task is cleared (so the task's log can say so); never raises."""
+        ...
+
 
 class SageMakerTrainingJobs:
     """Victims' SageMaker training jobs, looked up by name with ``DescribeTrainingJob``.
@@ -79,7 +82,7 @@ class SageMakerTrainingJobs:
             try:
                 job = self.client.describe_training_job(TrainingJobName=name)
             except ClientError as error:
-                if _not_found(error):
+                if not_found(error):
                     continue
                 raise ExternalWorkUnknown(f"DescribeTrainingJob {name}: {error}") from error
             except BotoCoreError as error:
@@ -90,12 +93,12 @@ class SageMakerTrainingJobs:
                 found.add(victim)
         return found
 
-
-def _not_found(error: Any) -> bool:
-    """SageMaker answers an unknown training job with a ValidationException
-    "Requested resource not found"."""
-    answer = error.response.get("Error", {})
-    return bool(
-        answer.get("Code") == "ValidationException"
-        and "not found" in str(answer.get("Message", "")).lower()
-    )
+    def tell(self, victim: Victim, note: str) -> None:
+        name = victim.training_job_name
+        try:
+            if TrainingTries(self.client).tell(name, note):
+                log.info(
+                    "%s: tagged its training job %s with why it is preempted", victim.key, name
+                )
+        except Exception as error:  # the preemption matters more than its label
+            log.warning("could not tag training job %s with its preemption: %s", name, error)

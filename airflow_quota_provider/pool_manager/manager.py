@@ -261,14 +261,20 @@ class PoolManager:
         self._may_change(f"preempt {stop.key}")
         if stop.fails:
             log.warning("failing %s: %s", stop.key, stop.note)
+            self._tell(stop)
             self.gateway.fail(stop.key, stop.note)
         else:
             log.info("clearing %s: %s", stop.key, stop.note)
+            self._tell(stop)
             self.gateway.clear(stop.key, stop.note)
         self.store.record_preemption(stop, _moment(now))
         self._count("preemptions", stop.pool)
         if stop.fails:
             self._count("failures", stop.pool)
+
+    def _tell(self, stop: Stop) -> None:
+        if self.external is not None and stop.try_number:
+            self.external.tell(Victim(stop.key, stop.try_number), stop.note)
 
     def _count(self, counter: str, pool: str) -> None:
         metrics.count(counter, self.fleet.config.job_queue, self.fleet.shares[pool][0])

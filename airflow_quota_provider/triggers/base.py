@@ -1,4 +1,4 @@
-"""What the AWS Batch triggers of this provider share: the AWS connection they poll with."""
+"""What the triggers of this provider share: the AWS connection they poll with."""
 
 from __future__ import annotations
 
@@ -41,6 +41,18 @@ class QuotaBaseTrigger(BaseTrigger):
             "botocore_config": self.botocore_config,
         }
         return f"{type(self).__module__}.{type(self).__qualname__}", {**own, **connection}
+
+    def sagemaker(self) -> Any:
+        """A boto3 SageMaker client of the same connection."""
+        from airflow.providers.amazon.aws.hooks.sagemaker import SageMakerHook
+
+        hook = SageMakerHook(  # type: ignore[no-untyped-call]
+            aws_conn_id=self.aws_conn_id,
+            region_name=self.region_name,
+            verify=self.verify,
+            config=self.botocore_config,
+        )
+        return hook.conn
 
     def hook(self) -> BatchQuotaHook:
         return BatchQuotaHook(

@@ -47,3 +47,24 @@ class CapacityEvent(TypedDict):
 
     status: Literal["success"]
     headroom: dict[str, int]
+
+
+TrainingOutcome = Literal["success", "failed", "timeout", "error"]
+
+
+class TrainingJobEvent(TypedDict):
+    """How a followed SageMaker training job ended (or why following it stopped).
+
+    :param status: ``success`` (Completed), ``failed`` (Failed or Stopped),
+        ``timeout`` (the task's wait limit ran out first) or ``error`` (its status
+        could not be read ``max_poll_failures`` polls in a row).
+    :param training_job_status: the job's own status when the event fired.
+    :param transitions_seen: how many of its SecondaryStatusTransitions were logged.
+    """
+
+    status: TrainingOutcome
+    training_job_name: str
+    training_job_status: str
+    failure_reason: str | None
+    transitions_seen: int
+    message: str

@@ -121,8 +121,8 @@ def once(condition: Callable[[], bool], action: Callable[[], None]) -> threading
     return thread
 
 
-def run_dag_file(dag_id: str, source: str) -> Any:
-    """Write ``source`` (defining ``dag``) to the dags folder, ``dag.test()`` it; the DAG run.
+def run_dag_file(dag_id: str, source: str, **test: Any) -> Any:
+    """Write ``source`` (defining ``dag``) to the dags folder, ``dag.test(**test)`` it; the DAG run.
 
     ``dag.test()`` in Airflow 3.3 runs only DAGs it can serialize from the
     DAG bundle, so the DAG is written to a file in the dags folder first.
@@ -136,7 +136,7 @@ def run_dag_file(dag_id: str, source: str) -> Any:
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-        return module.dag.test()
+        return module.dag.test(**test)
     finally:
         path.unlink()
 

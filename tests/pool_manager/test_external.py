@@ -123,3 +123,21 @@ def test_a_database_of_an_earlier_version_gains_the_new_columns(tmp_path: Path) 
 
 def _stop() -> Stop:
     return Stop(VICTIM.key, VISION, PreemptionKind.RECLAIM, key("n"), False, "note", 6)
+
+
+def test_a_victims_training_job_is_tagged_with_why_before_its_task_is_cleared(
+    endpoint: Endpoint,
+) -> None:
+    from airflow_quota_provider.hooks.training_tries import PREEMPTED_TAG, TrainingTries
+
+    jobs = SageMakerTrainingJobs(endpoint.sagemaker)
+    start_training(endpoint, VICTIM)
+    jobs.tell(VICTIM, "Cleared by the quota pool manager for x (RECLAIM): share nlp needs 1 gpu")
+    job = endpoint.sagemaker.describe_training_job(TrainingJobName=VICTIM.training_job_name)
+    assert TrainingTries(endpoint.sagemaker).preemption(job) == (
+        "Cleared by the quota pool manager for x  RECLAIM : share nlp needs 1 gpu"
+    )
+    assert PREEMPTED_TAG == "quota:preempted"
+    jobs.tell(Victim(key("never-trained"), 1), "no job, nothing to tag")  # does not raise
+    down = SageMakerTrainingJobs(make_client("http://127.0.0.1:9", "sagemaker"))
+    down.tell(VICTIM, "the endpoint is down: the preemption goes on")  # does not raise
