@@ -99,6 +99,26 @@ class Stack:
             command += ["--port", self.api_url.rsplit(":", 1)[1], "--host", "127.0.0.1"]
         self.processes.start(component, command, self.env, cwd=self.settings.workdir)
 
+    def start_pool_manager(
+        self, config: Path, *options: str, interval: float = 1, database: str | None = None
+    ) -> str:
+        """Start ``airflow-quota pool-manager`` for the pools fleet of ``config``, logged in as
+        this stack's Airflow user; its database (SQLite in the work folder by default) is
+        returned. ``options``: more options, e.g. ``"--watch-sagemaker"``."""
+        database = (
+            database or f"sqlite:///{self.settings.workdir / 'airflow-quota-pool-manager.db'}"
+        )
+        env = {**self.env, "AIRFLOW_QUOTA_API_PASSWORD": self.settings.password}
+        command = [
+            *(sys.executable, "-m", "airflow_quota_provider.cli", "pool-manager"),
+            *("--config", str(config), "--api-url", self.api_url),
+            *("--username", self.settings.username, "--interval", f"{interval:g}"),
+            *("--database", database),
+            *options,
+        ]
+        self.processes.start("pool-manager", command, env, cwd=self.settings.workdir)
+        return database
+
     def clock(self) -> dict[str, Any]:
         """The endpoint's clock: ``now``, ``now_millis``, ``time_scale``."""
         with urllib.request.urlopen(f"{self.emulator_url}/_emulator/clock", timeout=10) as answer:

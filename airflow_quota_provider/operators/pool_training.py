@@ -29,6 +29,7 @@ from airflow_quota_provider.triggers.events import TrainingJobEvent
 from airflow_quota_provider.triggers.training_job import (
     Follow,
     TrainingJobTrigger,
+    event_of,
     observe,
     stop_try,
 )
@@ -122,6 +123,7 @@ class PoolTrainingOperator(AwsBaseOperator[SageMakerHook]):
         self.stop_wait_seconds = stop_wait_seconds
         self.max_poll_failures = checked_poll_failures(max_poll_failures)
         self.training_job_name: str | None = None
+        self.killed = False
 
     # -- the try ------------------------------------------------------------------
 
@@ -180,6 +182,7 @@ class PoolTrainingOperator(AwsBaseOperator[SageMakerHook]):
         clears the task; ``deferrable=False``)."""
         if not self.training_job_name:
             return
+        self.killed = True
         if not self.stop_on_kill:
             self.log.info(
                 "stop_on_kill is False: leaving training job %s running", self.training_job_name
@@ -284,6 +287,14 @@ class PoolTrainingOperator(AwsBaseOperator[SageMakerHook]):
         deadline = time.monotonic() + (self.max_wait_seconds or 0)
         while True:
             time.sleep(self.poll_interval)
+            if self.killed:  # on_kill ran in this process: the try ends here
+                return event_of(
+                    follow.last,
+                    "failed",
+                    f"this try was killed (preempted, cleared or marked in Airflow); its "
+                    f"training job {name} was {'stopped' if self.stop_on_kill else 'left running'}",
+                    follow.seen,
+                )
             event = follow.poll(tries, self.log)
             if event is not None:
                 return event

@@ -75,7 +75,20 @@ def stop_try(
         log.warning("this try is preempted: %s", why)
     else:
         log.warning("this try is being killed (marked or cleared in Airflow, or its worker stops)")
-    log.info("stopping training job %s and waiting up to %g s for it to stop", name, wait_seconds)
+    # said before the wait: a triggerer may cut a trigger's on_kill short after a second
+    uri = checkpoint_uri(job)
+    if uri:
+        log.info(
+            "stopping training job %s; what it saved in its checkpoints at %s is kept, and "
+            "the task's next try resumes from there",
+            name,
+            uri,
+        )
+    else:
+        log.warning(
+            "stopping training job %s; without CheckpointConfig the task's next try starts over",
+            name,
+        )
     job = tries.stop(name, wait_seconds) or job
     status = job["TrainingJobStatus"]
     if status in RUNNING_STATUSES:
@@ -87,25 +100,12 @@ def stop_try(
             wait_seconds,
         )
         return
-    trained = job.get("TrainingTimeInSeconds") or 0
-    uri = checkpoint_uri(job)
-    if uri:
-        log.info(
-            "training job %s %s after %s s of training; what it saved in its checkpoints at "
-            "%s is kept, and the task's next try resumes from there",
-            name,
-            status,
-            trained,
-            uri,
-        )
-    else:
-        log.warning(
-            "training job %s %s after %s s of training; without CheckpointConfig the next try "
-            "starts over",
-            name,
-            status,
-            trained,
-        )
+    log.info(
+        "training job %s %s after %s s of training",
+        name,
+        status,
+        job.get("TrainingTimeInSeconds") or 0,
+    )
 
 
 class Follow:

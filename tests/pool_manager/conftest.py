@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -61,14 +60,7 @@ def managed_stack(
             }
         )
         stack.start(dag_ids)
-        env = {**stack.env, "AIRFLOW_QUOTA_API_PASSWORD": settings.password}
-        command = [
-            *(sys.executable, "-m", "airflow_quota_provider.cli", "pool-manager"),
-            *("--config", str(config), "--api-url", stack.api_url),
-            *("--username", settings.username, "--interval", f"{interval:g}"),
-            *manager_args,
-        ]
-        processes.start("pool-manager", command, env, cwd=workdir)
+        stack.start_pool_manager(config, *manager_args, interval=interval)
         wait_for("the manager to create the pools", lambda: _pools_made(stack.api), 60, processes)
         yield stack
 

@@ -112,7 +112,7 @@ def test_a_killed_try_without_checkpoints_says_the_next_starts_over(
     with caplog.at_level(logging.INFO, logger="test.try"):
         stop_try(tries, name, 60, logging.getLogger("test.try"))
     assert "this try is being killed" in caplog.text
-    assert "without CheckpointConfig the next try starts over" in caplog.text
+    assert "without CheckpointConfig the task's next try starts over" in caplog.text
 
 
 def test_the_summary_sums_the_tries(endpoint: Endpoint) -> None:
