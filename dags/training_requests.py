@@ -15,12 +15,23 @@ BUCKET = "s3://ml-training-example"
 
 
 def training_request(
-    team: str, purpose: str, instance_type: str, instance_count: int, *, max_hours: int = 24
+    team: str,
+    purpose: str,
+    instance_type: str,
+    instance_count: int,
+    *,
+    max_hours: int = 24,
+    named: bool = True,
 ) -> dict[str, Any]:
-    """A training job that checkpoints to S3, so a preempted attempt resumes where it stopped."""
+    """A training job that checkpoints to S3, so a preempted attempt resumes where it stopped.
+
+    ``named=False`` leaves out ``TrainingJobName``, for ``PoolTrainingOperator``,
+    which names each try's job itself.
+    """
     run_folder = f"{BUCKET}/{team}/{purpose}/{{{{ run_id | replace(':', '-') }}}}"
+    name = {"TrainingJobName": f"{team}-{purpose}"} if named else {}
     return {
-        "TrainingJobName": f"{team}-{purpose}",
+        **name,
         "RoleArn": ROLE_ARN,
         "AlgorithmSpecification": {
             "TrainingImage": f"123456789012.dkr.ecr.us-east-1.amazonaws.com/{team}-train:latest",

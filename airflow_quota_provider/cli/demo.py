@@ -8,6 +8,7 @@ import os
 import shutil
 import signal
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +23,10 @@ def add_parser(commands: Any) -> None:
         description="Start the local AWS endpoint with the example quota config at an "
         "accelerated clock and a local Airflow (api-server, scheduler, dag-processor, "
         "triggerer; LocalExecutor), trigger the example DAGs and tell what happens: who "
-        "borrows, who waits and why, who is preempted and resumes. Everything started is "
-        "stopped at the end (or on Ctrl-C).",
+        "borrows, who waits and why, who is preempted and resumes. First through AWS Batch "
+        "quota shares, then, when the dags folder has pools_quota.yaml, the same teams in "
+        "a pools fleet run by airflow-quota pool-manager. Everything started is stopped at "
+        "the end (or on Ctrl-C).",
     )
     parser.add_argument("--dags-folder", type=Path, default=Path("dags"), metavar="DIR")
     parser.add_argument(
@@ -61,6 +64,8 @@ def run(args: argparse.Namespace) -> int:
         quota_config=config.resolve(),
         time_scale=args.time_scale,
         database_url=args.database_url,
+        # the account's limit of directly created training jobs: the pools fleet's 8 p4d
+        emulator_args=("--instance-limit", f"{POOLS_INSTANCE_TYPE}={POOLS_INSTANCES}"),
     )
     with Processes(settings.workdir / "logs") as processes:
         stack = Stack(settings, processes)
@@ -73,6 +78,10 @@ def run(args: argparse.Namespace) -> int:
             print(f"logs: {settings.workdir / 'logs'}", file=sys.stderr)
             return 1
 
+
+POOLS_INSTANCE_TYPE = "ml.p4d.24xlarge"
+POOLS_INSTANCES = 8
+"""The pools fleet of ``dags/pools_quota.yaml``, and the endpoint's instance limit."""
 
 MARKER = ".airflow-quota-demo"
 """Written into the work folder, so a later run knows the folder is the demo's to empty."""
@@ -101,7 +110,8 @@ def _play(stack: Stack, *, keep: bool) -> int:
     print(f"  {settings.workdir} (logs in {settings.workdir / 'logs'})")
     stack.start(DAG_IDS)
     print(f"Airflow is up at {stack.api_url}; the endpoint at {stack.emulator_url}")
-    logging.getLogger("airflow").setLevel(logging.WARNING)  # the narration is the output
+    for noisy in ("airflow", "botocore"):  # the narration is the output
+        logging.getLogger(noisy).setLevel(logging.WARNING)
     hook = BatchQuotaHook(aws_conn_id="aws_default")
     narrator = Narrator(hook, JOB_QUEUE, stack.now_millis, say=_say)
     thread = NarratorThread(narrator)
@@ -113,9 +123,34 @@ def _play(stack: Stack, *, keep: bool) -> int:
     print()
     print(summary_table(outcomes))
     succeeded = all(outcome.state == "success" for outcome in outcomes)
+    pools_config = settings.dags_folder / "pools_quota.yaml"
+    if pools_config.exists():
+        pools = _play_pools(stack, pools_config)
+        print()
+        print(summary_table(pools))
+        succeeded = succeeded and all(outcome.state == "success" for outcome in pools)
+    else:
+        print(f"\n(no {pools_config}: the pools fleet's story is left out)")
     if keep:
         _stay_up(stack)
     return 0 if succeeded else 1
+
+
+def _play_pools(stack: Stack, config: Path) -> list[Any]:
+    from airflow_quota_provider.demo.pools_story import DAG_IDS, PoolsStory, status_command
+    from airflow_quota_provider.demo.processes import wait_for
+
+    print()
+    print("Now the same teams without AWS Batch: SageMaker training called directly, in a")
+    print(f"pools fleet of {POOLS_INSTANCES} p4d ({config.name}); starting airflow-quota")
+    print("pool-manager --watch-sagemaker beside the scheduler")
+    database = stack.start_pool_manager(config, "--watch-sagemaker", interval=2)
+    for dag_id in DAG_IDS:
+        wait_for(
+            f"DAG {dag_id} to be parsed", partial(stack.api.has_dag, dag_id), 180, stack.processes
+        )
+    story = PoolsStory(stack, status_command(stack, config, database), say=_say)
+    return story.play()
 
 
 def _stay_up(stack: Stack) -> None:

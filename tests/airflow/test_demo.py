@@ -42,15 +42,36 @@ def test_the_demo_tells_the_story_and_leaves_nothing_behind(tmp_path: Path) -> N
     assert "vision_pretrain-pretrain: Cross-share preemption triggered to reclaim" in out
     assert "vision_pretrain-pretrain RUNNING -> RUNNABLE: NO_IDLE_CAPACITY" in out
     assert "research_sweep-sweep: In-share preemption triggered by a higher priority" in out
-    summary = out[out.index("DAG  ") :].splitlines()
-    rows = {line.split()[0]: line.split()[1:5] for line in summary[1:] if line.strip()}
-    assert rows == {
+    batch, pools = out.split("Now the same teams without AWS Batch")
+    assert summary_rows(batch) == {
         "vision_pretrain": ["success", "SUCCEEDED", "2", "1"],
         "research_sweep": ["success", "SUCCEEDED", "2", "1"],
         "nlp_finetune": ["success", "SUCCEEDED", "1", "0"],
         "research_release_eval": ["success", "SUCCEEDED", "1", "0"],
     }
+    # the pools fleet: the manager reclaims vision's borrowed p4d and research's release
+    # evaluation preempts its sweep; both resume from their checkpoints
+    assert "pools_vision_pretrain: try 1 trains on 4 p4d" in pools
+    assert "pools_vision_pretrain preempted: its training job" in pools
+    assert "(RECLAIM): share vision borrows 2 p4d (uses 4, owns 2)" in pools
+    assert "pools_research_sweep preempted: its training job" in pools
+    assert "(IN_SHARE)" in pools
+    assert "pools_vision_pretrain ran again and resumed from the checkpoint" in pools
+    assert "pools_research_sweep ran again and resumed from the checkpoint" in pools
+    assert "share" in pools and "borrow" in pools  # airflow-quota status of the fleet
+    assert summary_rows(pools) == {
+        "pools_vision_pretrain": ["success", "Completed", "2", "1"],
+        "pools_research_sweep": ["success", "Completed", "2", "1"],
+        "pools_nlp_finetune": ["success", "Completed", "1", "0"],
+        "pools_research_release_eval": ["success", "Completed", "1", "0"],
+    }
     assert processes_of(workdir) == []
+
+
+def summary_rows(out: str) -> dict[str, list[str]]:
+    """The first summary table in ``out``: DAG -> state, job, attempts, preempted."""
+    table = out[out.index("DAG  ") :].split("\n\n")[0].splitlines()
+    return {line.split()[0]: line.split()[1:5] for line in table[1:] if line.strip()}
 
 
 def processes_of(workdir: Path) -> list[str]:

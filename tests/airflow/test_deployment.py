@@ -37,7 +37,7 @@ def compose() -> dict[str, Any]:
 
 def test_the_services_are_the_deployment(compose: dict[str, Any]) -> None:
     services = compose["services"]
-    assert set(services) == {"postgres", "aws-endpoint", *AIRFLOW_SERVICES}
+    assert set(services) == {"postgres", "aws-endpoint", "pool-manager", *AIRFLOW_SERVICES}
     for name, command in AIRFLOW_SERVICES.items():
         assert services[name]["command"] == command
         assert services[name]["build"] == "."
@@ -98,6 +98,29 @@ def test_the_endpoint_command_parses_and_its_config_is_valid(compose: dict[str, 
     container_config = Path(args.config)
     assert container_config == Path("/opt/airflow/dags/quota.yaml")
     load_config(ROOT / "dags" / "quota.yaml")
+
+
+def test_the_pool_manager_command_parses_and_reaches_the_services(
+    compose: dict[str, Any],
+) -> None:
+    from airflow_quota_provider.cli import build_parser
+    from airflow_quota_provider.config_file import load_config
+    from airflow_quota_provider.core.model import Backend
+
+    manager = compose["services"]["pool-manager"]
+    assert manager["command"][:2] == ["airflow-quota", "pool-manager"]
+    args = build_parser().parse_args(manager["command"][1:])
+    assert Path(args.config) == Path("/opt/airflow/dags/pools_quota.yaml")
+    assert load_config(ROOT / "dags" / "pools_quota.yaml").backend is Backend.AIRFLOW_POOLS
+    api = compose["services"]["airflow-api-server"]
+    assert args.api_url == f"http://airflow-api-server:{api['ports'][0].rsplit(':', 1)[1]}"
+    assert args.watch_sagemaker
+    # the password comes from the environment, never the command line
+    assert "AIRFLOW_QUOTA_API_PASSWORD" in manager["environment"]
+    assert not any("password" in arg for arg in manager["command"])
+    assert manager["environment"]["AWS_ENDPOINT_URL"] == "http://aws-endpoint:4599"
+    limit = "--instance-limit=ml.p4d.24xlarge=8"
+    assert limit in compose["services"]["aws-endpoint"]["command"]
 
 
 def test_mounted_files_exist_and_the_image_matches_the_package(compose: dict[str, Any]) -> None:

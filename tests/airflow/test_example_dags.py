@@ -52,19 +52,34 @@ def test_example_dags_import_cleanly(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(sys, "path", list(sys.path))  # the bag adds the bundle's root for good
 
+    from airflow_quota_provider.operators.pool_training import PoolTrainingOperator
     from airflow_quota_provider.operators.training import QuotaTrainingOperator
+    from airflow_quota_provider.pool_manager.fleet import Fleet
 
     bag = BundleDagBag(dag_folder=DAGS, bundle_path=DAGS)
     assert bag.import_errors == {}
     assert sorted(bag.dag_ids) == [
         "nlp_finetune",
+        "pools_nlp_finetune",
+        "pools_research_release_eval",
+        "pools_research_sweep",
+        "pools_vision_pretrain",
         "research_release_eval",
         "research_sweep",
         "vision_pretrain",
     ]
     shares = {share.name for share in load_config(DAGS / "quota.yaml").shares}
+    pools = Fleet.of(load_config(DAGS / "pools_quota.yaml")).shares
     for dag in bag.dags.values():
         for task in dag.tasks:
+            if dag.dag_id.startswith("pools_"):
+                # a pools fleet counted in p4d: a task's pool_slots is its InstanceCount
+                assert isinstance(task, PoolTrainingOperator)
+                assert task.pool in pools
+                count = task.training_config["ResourceConfig"]["InstanceCount"]
+                assert task.pool_slots == count
+                assert "TrainingJobName" not in task.training_config
+                continue
             assert isinstance(task, QuotaTrainingOperator)
             assert task.job_queue == QUEUE
             assert task.quota_share in shares
