@@ -25,8 +25,12 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# Two test processes (pytest-xdist), each module in one of them: the end-to-end
+# modules mostly wait on Airflow's loops, so two run side by side on 2 cores.
+JOBS ?= 2
+
 unit: $(STAMP)
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(JOBS) --dist loadfile
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/engine.py

@@ -175,6 +175,10 @@ class TrainingJobTrigger(QuotaBaseTrigger):
     :param stop_wait_seconds: how long ``on_kill`` waits for the job to stop.
     :param max_poll_failures: fire ``error`` once the job's status could not be read
         this many polls in a row; ``None`` keeps trying.
+    :param settle_seconds: never fire sooner than this after the trigger started. Airflow
+        3.3 can fail a deferred task whose trigger fires before the scheduler has seen
+        the worker exit after deferring (apache/airflow#66374, #71580, #72716): a job
+        that ends within seconds (one resumed near its end) would fail its task.
     :param aws_conn_id, region_name, verify, botocore_config: the AWS connection.
     """
 
@@ -188,6 +192,7 @@ class TrainingJobTrigger(QuotaBaseTrigger):
         stop_on_kill: bool = True,
         stop_wait_seconds: float = 300,
         max_poll_failures: int | None = 10,
+        settle_seconds: float = 15,
         aws_conn_id: str | None = "aws_default",
         region_name: str | None = None,
         verify: bool | str | None = None,
@@ -206,6 +211,7 @@ class TrainingJobTrigger(QuotaBaseTrigger):
         self.stop_on_kill = stop_on_kill
         self.stop_wait_seconds = stop_wait_seconds
         self.max_poll_failures = max_poll_failures
+        self.settle_seconds = settle_seconds
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return self._serialized(
@@ -216,14 +222,26 @@ class TrainingJobTrigger(QuotaBaseTrigger):
             stop_on_kill=self.stop_on_kill,
             stop_wait_seconds=self.stop_wait_seconds,
             max_poll_failures=self.max_poll_failures,
+            settle_seconds=self.settle_seconds,
         )
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
+        started = asyncio.get_running_loop().time()
         follow = Follow(self.training_job_name, self.transitions_seen, self.max_poll_failures)
         try:
             event = await asyncio.wait_for(self._follow(follow), timeout=self.max_wait_seconds)
         except TimeoutError:
             event = follow.timed_out(self.max_wait_seconds)
+        early = self.settle_seconds - (asyncio.get_running_loop().time() - started)
+        if early > 0:
+            self.log.info(
+                "training job %s ended %.0f s after this trigger started: reporting it in "
+                "%.0f s, once Airflow has surely seen the task defer",
+                self.training_job_name,
+                self.settle_seconds - early,
+                early,
+            )
+            await asyncio.sleep(early)
         yield TriggerEvent(dict(event))  # type: ignore[no-untyped-call]
 
     async def _follow(self, follow: Follow) -> TrainingJobEvent:

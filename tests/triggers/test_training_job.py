@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -174,9 +175,8 @@ def test_observe_logs_each_transition_once_and_ends_with_the_job() -> None:
 
 
 def trigger_for(endpoint: Endpoint, name: str, **options: Any) -> TrainingJobTrigger:
-    return TrainingJobTrigger(
-        training_job_name=name, poll_interval=0.01, aws_conn_id=None, **options
-    )
+    settings = {"poll_interval": 0.01, "settle_seconds": 0, "aws_conn_id": None, **options}
+    return TrainingJobTrigger(training_job_name=name, **settings)
 
 
 @pytest.fixture
@@ -211,6 +211,16 @@ def test_the_trigger_fires_when_the_job_completes(aws: Endpoint) -> None:
     event = asyncio.run(first_event(trigger_for(aws, name), aws, 10))
     assert event["status"] == "success" and event["training_job_status"] == "Completed"
     assert event["transitions_seen"] >= 4
+
+
+def test_the_trigger_never_fires_sooner_than_it_settles(aws: Endpoint) -> None:
+    name = TASK.training_job_name(1)
+    create(aws, name, seconds=1)
+    aws.advance(60)  # it has ended before the trigger starts
+    started = time.monotonic()
+    event = asyncio.run(first_event(trigger_for(aws, name, settle_seconds=1.5), aws, 0))
+    assert event["status"] == "success"
+    assert time.monotonic() - started >= 1.5
 
 
 def test_the_trigger_times_out_and_leaves_the_job_running(aws: Endpoint) -> None:
