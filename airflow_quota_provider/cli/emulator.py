@@ -150,12 +150,14 @@ def run(args: argparse.Namespace) -> int:
         emulator.close()
         print(f"cannot listen on {args.host}:{args.port}: {_why(error)}", file=sys.stderr)
         return 1
-    restored = f" (state restored from {args.state})" if emulator.restored else ""
-    print(f"serving Batch and SageMaker on {server.url} (time scale {args.time_scale:g}){restored}")
-    sys.stdout.flush()
-    # SIGTERM (docker stop, Popen.terminate) stops as cleanly as Ctrl-C: the state is saved.
+    # SIGTERM (docker stop, Popen.terminate) stops as cleanly as Ctrl-C: the state is saved;
+    # set before saying it serves, so a stop right after the line is clean too.
     signal.signal(signal.SIGTERM, _interrupt)
+    restored = f" (state restored from {args.state})" if emulator.restored else ""
     try:
+        scale = f"time scale {args.time_scale:g}"
+        print(f"serving Batch and SageMaker on {server.url} ({scale}){restored}")
+        sys.stdout.flush()
         server.httpd.serve_forever()
     except KeyboardInterrupt:
         pass

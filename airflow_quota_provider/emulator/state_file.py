@@ -31,11 +31,19 @@ where the fault generators are in their sequences.
 
 Schema: one table ``rows(kind, key, body)``, ``body`` JSON, so the file can
 be read with the ``sqlite3`` shell.
+
+One endpoint per file: two would each write the world they hold over the
+other's. An endpoint holds an exclusive ``flock`` on ``FILE.lock`` (with its
+pid in it) while it has the file open; a second one is refused, naming the
+first. The operating system releases the lock when the process ends, however
+it ends.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import sqlite3
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import fields
@@ -84,6 +92,7 @@ class StateFile:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
+        self._lock = _take_lock(self.path)
         # Requests arrive on the server's threads, but only ever one at a time (the
         # emulator's lock), so one connection shared across threads is safe.
         self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
@@ -144,6 +153,28 @@ class StateFile:
 
     def close(self) -> None:
         self._db.close()
+        self._lock.close()  # releases the flock
+
+
+def _take_lock(path: Path) -> Any:
+    """An open ``PATH.lock`` holding an exclusive flock, our pid written in it."""
+    lock_path = path.with_name(path.name + ".lock")
+    handle = lock_path.open("a+")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read().strip() or "unknown"
+        handle.close()
+        raise StateFileError(
+            f"another emulator (pid {holder}) is using this state file; stop it, or give "
+            "this one another --state"
+        ) from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(str(os.getpid()))
+    handle.flush()
+    return handle
 
 
 class _Transaction:

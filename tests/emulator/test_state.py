@@ -8,6 +8,7 @@ with the same statuses, attempts and timestamps, to the millisecond.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -297,3 +298,30 @@ def test_the_command_keeps_its_state_across_a_restart(tmp_path):
         assert (job["status"], job["stoppedAt"] - job["createdAt"]) == ("SUCCEEDED", 109_000)
     finally:
         _stop(process)
+
+
+def test_a_second_endpoint_on_the_same_file_is_refused_and_the_first_keeps_it(tmp_path):
+    state = tmp_path / "state.sqlite"
+    first = StateFile(state)
+    try:
+        with pytest.raises(StateFileError, match=rf"another emulator \(pid {os.getpid()}\)"):
+            StateFile(state)
+    finally:
+        first.close()
+    StateFile(state).close()  # free again once the first has closed
+
+
+def test_the_command_refuses_a_state_file_another_endpoint_uses(tmp_path):
+    state = tmp_path / "state.sqlite"
+    arguments = ["--port", "0", "--time-scale", "0", "--state", str(state)]
+    process, _ = _start_cli(arguments)
+    try:
+        second = subprocess.run(
+            [*_command(), "emulator", *arguments], capture_output=True, text=True, timeout=60
+        )
+        assert second.returncode == 1
+        assert f"another emulator (pid {process.pid}) is using this state file" in second.stderr
+    finally:
+        _stop(process)
+    process, _ = _start_cli(arguments)  # a stopped endpoint leaves the file free
+    _stop(process)
