@@ -140,6 +140,7 @@ def pools_view(
     return QueueView(
         name=config.job_queue,
         arn="",
+        kind="fleet",
         state="ENABLED",
         now=int(now * 1000),
         capacity=[

@@ -182,6 +182,8 @@ class QueueView:
     running: list[JobView]
     events: list[PreemptionEvent]
     utilization: list[UtilizationPoint] = field(default_factory=list)
+    kind: str = "job queue"
+    """What the view calls it: ``job queue`` (AWS Batch) or ``fleet`` (a pools fleet)."""
 
     def jobs(self) -> list[JobView]:
         return [*self.waiting, *self.running]

@@ -49,7 +49,7 @@ def status_lines(view: QueueView, style: Style) -> list[str]:
         for c in view.capacity
     )
     lines = [
-        style.bold(f"job queue {view.name} ({view.state}) at {when(view.now)}"),
+        style.bold(f"{view.kind} {view.name} ({view.state}) at {when(view.now)}"),
         f"capacity: {capacity or 'none'}",
     ]
     for share in view.shares:
