@@ -52,6 +52,7 @@ def test_a_borrower_an_owner_waiting_for_it_and_a_task_admitted_read_as_in_the_b
     assert event.work_lost == 500 * 6, "500 s since its try started, on 6 gpu, no checkpoint"
     lines = status_lines(view, Style(colour=False))
     assert any(line.startswith("share vision: LEND_AND_BORROW") for line in lines), lines
+    assert lines[0].startswith(f"fleet {FLEET.config.job_queue} ("), lines[0]
     found = explain(view.job("train/run-1/n"), view, [])  # type: ignore[arg-type]
     assert found.summary.startswith("train/run-1/n waits for 8 gpu in share nlp: ")
 
