@@ -127,8 +127,15 @@ def test_a_reclaimed_and_an_in_share_preempted_task_resume_from_their_checkpoint
     # b wants its own 2 back, and c's first run takes its own 2: a's borrowed jobs are reclaimed
     b_run = trigger(api, "training_b", DURATION["b"])
     c_first = trigger(api, "training_c", DURATION["c"])
-    time.sleep(8)
-    # c's second run's urgent task (priority 10) preempts c's first run's lower ones in-share
+    # c (LEND, in-share preemption) runs its urgent task first, then its pair; once the pair
+    # trains, c's second run's urgent task (priority 10) preempts it (priority 5) in-share
+    pair = TaskIdentity("training_c", "pair", c_first, -1).training_job_name(1)
+
+    def pair_trains() -> bool:
+        job = next((j for j in all_jobs(stack) if j["TrainingJobName"] == pair), None)
+        return job is not None and job["TrainingJobStatus"] == "InProgress"
+
+    wait_for("c's pair to train", pair_trains, 300, stack.processes)
     c_second = trigger(api, "training_c", DURATION["c"])
     runs = [("training_a", a_run), ("training_b", b_run)]
     runs += [("training_c", c_first), ("training_c", c_second)]
