@@ -12,13 +12,21 @@ A pools fleet instead: ``view_fleet_config`` names its quota config (``backend:
 airflow_pools``); the page then reads Airflow's own REST API as the user of
 ``view_api_conn_id`` (default ``airflow_api_default``) and the pool manager's
 database ``view_pool_manager_database`` (its ``--database``).
+
+Who may see it: a logged-in Airflow user whom the auth manager allows ``GET`` on
+the custom view ``GPU Quotas`` (:data:`RESOURCE_NAME`); with FAB that is the
+permission "can read on GPU Quotas", with SimpleAuthManager every role has it.
 """
 
 from __future__ import annotations
 
-from airflow.api_fastapi.core_api.security import get_user
+from typing import Any
+
+from airflow.api_fastapi.app import get_auth_manager
+from airflow.api_fastapi.core_api.security import GetUserDep
 from airflow.plugins_manager import AirflowPlugin
 from airflow.sdk import conf
+from fastapi import HTTPException
 
 from airflow_quota_provider.hooks.batch import BatchQuotaHook
 from airflow_quota_provider.view.api import create_app
@@ -26,6 +34,23 @@ from airflow_quota_provider.view.backend import DEFAULT_TTL, BatchBackend, Quota
 
 URL_PREFIX = "/quota"
 SECTION = "quota_provider"
+RESOURCE_NAME = "GPU Quotas"
+"""The custom view of Airflow's auth manager that guards the page and its API."""
+
+
+def may_read_quotas(user: GetUserDep) -> Any:
+    """The logged-in user (401 without one), if the auth manager lets them read the view."""
+    allowed = get_auth_manager().is_authorized_custom_view(
+        method="GET", resource_name=RESOURCE_NAME, user=user
+    )
+    if not allowed:
+        raise HTTPException(
+            403,
+            f"user {user.get_name()!r} may not read {RESOURCE_NAME}: it needs GET on the "
+            f"custom view {RESOURCE_NAME!r} of Airflow's auth manager (with FAB, the "
+            f"permission 'can read on {RESOURCE_NAME}')",
+        )
+    return user
 
 
 def backend_from_config() -> QuotaBackend:
@@ -64,11 +89,11 @@ class QuotaViewPlugin(AirflowPlugin):
         {
             "app": create_app(
                 backend_from_config,
-                get_user,
+                may_read_quotas,
                 sample_every=conf.getfloat(SECTION, "view_sample_seconds", fallback=60.0),
             ),
             "url_prefix": URL_PREFIX,
-            "name": "GPU Quotas",
+            "name": RESOURCE_NAME,
         }
     ]
     external_views = [  # noqa: RUF012

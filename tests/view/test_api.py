@@ -51,6 +51,23 @@ def test_every_route_needs_an_airflow_user(client: TestClient, route: str) -> No
     assert answer.json() == {"detail": "Not authenticated"}
 
 
+@pytest.mark.parametrize("route", ROUTES)
+def test_a_user_the_auth_manager_does_not_let_read_the_view_is_refused(
+    client: TestClient, route: str
+) -> None:
+    from airflow.api_fastapi.app import get_auth_manager
+    from airflow.api_fastapi.auth.managers.simple.user import SimpleAuthManagerUser
+
+    # SimpleAuthManager lets every role read custom views; a user without a role none
+    token = get_auth_manager().generate_jwt(SimpleAuthManagerUser(username="no-role", role=None))
+    answer = client.get(route, headers={"Authorization": f"Bearer {token}"})
+    assert answer.status_code == 403, (route, answer.text)
+    assert answer.json()["detail"] == (
+        "user 'no-role' may not read GPU Quotas: it needs GET on the custom view 'GPU Quotas' "
+        "of Airflow's auth manager (with FAB, the permission 'can read on GPU Quotas')"
+    )
+
+
 def test_a_forged_token_is_refused(client: TestClient) -> None:
     answer = client.get("/quota/api/v1/queues", headers={"Authorization": "Bearer not.a.jwt"})
     assert answer.status_code == 403
