@@ -139,6 +139,10 @@ def test_the_sensor_waits_while_the_share_s_capacity_is_taken_and_succeeds_once_
         assert said(log, "share nlp could start {'gpu': 4} now", "QuotaCapacitySensor"), log
     assert PASSWORD not in json.dumps(log)
     assert PASSWORD not in (stack.processes.log_dir / "triggerer.log").read_text()
+    # the manager logs in with the same password, and neither it nor the JWT it got is logged
+    manager_log = (stack.processes.log_dir / "pool-manager.log").read_text()
+    assert "creating pool" in manager_log or "cycle:" in manager_log
+    assert PASSWORD not in manager_log and "eyJ" not in manager_log
 
 
 REFUSALS = [
