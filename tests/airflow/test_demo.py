@@ -6,12 +6,17 @@ a summary and stops everything it started.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from airflow_quota_provider.demo.pools_story import DAG_IDS as POOLS_DAG_IDS
+from airflow_quota_provider.pool_manager.store import Store
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
@@ -58,7 +63,16 @@ def test_the_demo_tells_the_story_and_leaves_nothing_behind(tmp_path: Path) -> N
     assert "(IN_SHARE)" in pools
     assert "pools_vision_pretrain ran again and resumed from the checkpoint" in pools
     assert "pools_research_sweep ran again and resumed from the checkpoint" in pools
-    assert "share" in pools and "borrow" in pools  # airflow-quota status of the fleet
+    # airflow-quota status of the fleet: who borrows, and why each waiting task waits
+    assert "borrowing, next victim if nlp reclaims (RECLAIM)" in pools
+    assert (
+        "NO_IDLE_CAPACITY: vision needs 4 p4d; it uses 0 of 2 and may borrow without limit "
+        "(borrow_limit -1), but only 0 idle p4d can be lent to it (2 more needed)"
+    ) in pools
+    assert (
+        "BORROWING_NOT_ALLOWED: research needs 2 p4d; it uses 2 of 2 and its sharing "
+        "strategy LEND does not borrow"
+    ) in pools
     assert summary_rows(pools) == {
         "pools_vision_pretrain": ["success", "Completed", "2", "1"],
         "pools_research_sweep": ["success", "Completed", "2", "1"],
@@ -66,12 +80,45 @@ def test_the_demo_tells_the_story_and_leaves_nothing_behind(tmp_path: Path) -> N
         "pools_research_release_eval": ["success", "Completed", "1", "0"],
     }
     assert processes_of(workdir) == []
+    # what Airflow and the manager's database say once everything has stopped
+    tries = task_instances(workdir / "airflow" / "airflow.db")
+    assert {dag_id: (state, try_number) for dag_id, (state, try_number, _) in tries.items()} == {
+        "pools_vision_pretrain": ("success", 2),
+        "pools_research_sweep": ("success", 2),
+        "pools_nlp_finetune": ("success", 1),
+        "pools_research_release_eval": ("success", 1),
+    }
+    events = Store(f"sqlite:///{workdir / 'airflow-quota-pool-manager.db'}").events()
+    preemptions = {
+        event.dag_id: (event.kind, event.preemptor.split("/")[0], event.try_number, event.fails)
+        for event in events
+    }
+    assert len(events) == 2
+    assert preemptions == {
+        "pools_vision_pretrain": ("RECLAIM", "pools_nlp_finetune", 1, False),
+        "pools_research_sweep": ("IN_SHARE", "pools_research_release_eval", 1, False),
+    }
+    for event in events:
+        assert event.released_at is not None  # the victim's training job was seen stopped
+        assert tries[event.dag_id][2] == event.note  # the note Airflow shows on the task
 
 
 def summary_rows(out: str) -> dict[str, list[str]]:
     """The first summary table in ``out``: DAG -> state, job, attempts, preempted."""
     table = out[out.index("DAG  ") :].split("\n\n")[0].splitlines()
     return {line.split()[0]: line.split()[1:5] for line in table[1:] if line.strip()}
+
+
+def task_instances(database: Path) -> dict[str, tuple[str, int, str | None]]:
+    """Each pools DAG's task: state, try number and note, from Airflow's (stopped) SQLite DB."""
+    with contextlib.closing(sqlite3.connect(database)) as db:
+        rows = db.execute(
+            "SELECT ti.dag_id, ti.state, ti.try_number, note.content FROM task_instance ti "
+            "LEFT JOIN task_instance_note note ON note.ti_id = ti.id "
+            f"WHERE ti.dag_id IN ({', '.join('?' for _ in POOLS_DAG_IDS)})",
+            POOLS_DAG_IDS,
+        ).fetchall()
+    return {dag_id: (state, try_number, note) for dag_id, state, try_number, note in rows}
 
 
 def processes_of(workdir: Path) -> list[str]:
