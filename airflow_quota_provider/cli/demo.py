@@ -123,7 +123,9 @@ def _play(stack: Stack, *, keep: bool) -> int:
     print()
     print(summary_table(outcomes))
     succeeded = all(outcome.state == "success" for outcome in outcomes)
-    pools_config = settings.dags_folder / "pools_quota.yaml"
+    from airflow_quota_provider.demo.pools_story import CONFIG_NAME
+
+    pools_config = settings.dags_folder / CONFIG_NAME
     if pools_config.exists():
         pools = _play_pools(stack, pools_config)
         print()

@@ -38,6 +38,7 @@ from airflow_quota_provider.demo.processes import wait_for
 from airflow_quota_provider.demo.stack import Stack
 from airflow_quota_provider.demo.story import Outcome, Task
 from airflow_quota_provider.hooks.submission import TaskIdentity
+from airflow_quota_provider.hooks.training_tries import TrainingTries
 
 VISION = Task("pools_vision_pretrain", "pretrain")
 NLP = Task("pools_nlp_finetune", "finetune")
@@ -65,7 +66,7 @@ class PoolsStory:
 
     def __post_init__(self) -> None:
         self.runs: dict[Task, str] = {}
-        self.notes: dict[Task, str] = {}
+        self.tries = TrainingTries(self._sagemaker())
 
     def play(self) -> list[Outcome]:
         self.trigger(VISION, SWEEP)
@@ -105,10 +106,8 @@ class PoolsStory:
 
     def job(self, task: Task, try_number: int = 1) -> dict[str, Any] | None:
         """The training job of one try of the task, as SageMaker describes it."""
-        from airflow_quota_provider.hooks.training_tries import TrainingTries
-
         identity = TaskIdentity(task.dag_id, task.task_id, self.runs[task], -1)
-        return TrainingTries(self._sagemaker()).job(identity.training_job_name(try_number))
+        return self.tries.job(identity.training_job_name(try_number))
 
     def wait_training(self, task: Task) -> None:
         def training() -> bool:
@@ -143,7 +142,6 @@ class PoolsStory:
         what = f"{task.dag_id}'s first training job to end"
         wait_for(what, ended, self.timeout, self.stack.processes)
         note = str(self._instance(task).get("note") or "")
-        self.notes[task] = note
         job = self.job(task)
         assert job is not None
         self.say(

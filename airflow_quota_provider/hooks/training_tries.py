@@ -69,8 +69,9 @@ class TrainingTries:
             raise
 
     def tags(self, arn: str) -> dict[str, str]:
+        """All the job's tags, by its ARN (``ListTags``, every page)."""
         found: dict[str, str] = {}
-        kwargs: dict[str, Any] = {"ResourceArn": arn}
+        kwargs: dict[str, Any] = {"ResourceArn": arn, "MaxResults": 100}
         while True:
             page = self.client.list_tags(**kwargs)
             found.update({tag["Key"]: tag.get("Value", "") for tag in page.get("Tags", ())})
@@ -100,13 +101,14 @@ class TrainingTries:
             return []
         stem = identity.training_job_name(try_number).rpartition("-t")[0]
         found = []
-        for summary in self._listed(NameContains=f"{stem}-t"):
+        for summary in self.listed(NameContains=f"{stem}-t"):
             number = identity.try_of(summary["TrainingJobName"])
             if number is not None and number < try_number:
                 found.append((number, summary))
         return [summary for _, summary in sorted(found, key=lambda pair: pair[0])]
 
-    def _listed(self, **filters: Any) -> Iterator[dict[str, Any]]:
+    def listed(self, **filters: Any) -> Iterator[dict[str, Any]]:
+        """``ListTrainingJobs`` summaries with ``filters``, every page."""
         kwargs: dict[str, Any] = {"MaxResults": 100, **filters}
         while True:
             page = self.client.list_training_jobs(**kwargs)
@@ -115,12 +117,19 @@ class TrainingTries:
                 return
             kwargs["NextToken"] = page["NextToken"]
 
-    def stop(self, name: str, wait_seconds: float, poll: float = 2.0) -> dict[str, Any] | None:
+    def stop(
+        self,
+        name: str,
+        wait_seconds: float,
+        poll: float = 2.0,
+        job: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any] | None:
         """Stop the job ``name`` if it runs and wait, at most ``wait_seconds``, until its
-        instances are released; the job as last seen (``None`` if there is none)."""
+        instances are released; the job as last seen (``None`` if there is none).
+        ``job``: its ``DescribeTrainingJob`` if the caller just read it."""
         from botocore.exceptions import ClientError
 
-        job = self.job(name)
+        job = dict(job) if job is not None else self.job(name)
         if job is None:
             return None
         if job["TrainingJobStatus"] == "InProgress":

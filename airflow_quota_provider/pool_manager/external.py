@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from airflow_quota_provider.hooks.submission import TaskIdentity
-from airflow_quota_provider.hooks.training_tries import RUNNING_STATUSES, TrainingTries, not_found
+from airflow_quota_provider.hooks.training_tries import RUNNING_STATUSES, TrainingTries
 from airflow_quota_provider.pool_manager.tasks import TaskKey
 
 log = logging.getLogger(__name__)
@@ -76,17 +76,16 @@ class SageMakerTrainingJobs:
     def running(self, victims: Iterable[Victim]) -> set[Victim]:
         from botocore.exceptions import BotoCoreError, ClientError
 
+        tries = TrainingTries(self.client)
         found: set[Victim] = set()
         for victim in victims:
             name = victim.training_job_name
             try:
-                job = self.client.describe_training_job(TrainingJobName=name)
-            except ClientError as error:
-                if not_found(error):
-                    continue
+                job = tries.job(name)
+            except (BotoCoreError, ClientError) as error:
                 raise ExternalWorkUnknown(f"DescribeTrainingJob {name}: {error}") from error
-            except BotoCoreError as error:
-                raise ExternalWorkUnknown(f"DescribeTrainingJob {name}: {error}") from error
+            if job is None:
+                continue
             status = job.get("TrainingJobStatus")
             if status in RUNNING_STATUSES:
                 log.info("%s: its training job %s is still %s", victim.key, name, status)

@@ -14,6 +14,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from airflow_quota_provider.core.orphans import ExternalJob
 from airflow_quota_provider.hooks.submission import TaskIdentity
+from airflow_quota_provider.hooks.training_tries import TrainingTries
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +100,7 @@ class TrainingJobs:
         jobs: list[OurJob] = []
         for name, arn, created in self._in_progress():
             try:
-                tags = self._tags(arn)
+                tags = TrainingTries(self.sagemaker).tags(arn)
             except ClientError as error:
                 if error.response["Error"]["Code"] == "ValidationException":
                     continue  # gone in between
@@ -123,29 +124,13 @@ class TrainingJobs:
             raise JobsUnknown(f"StopTrainingJob {job.job_id}: {error}") from None
 
     def _in_progress(self) -> Iterator[tuple[str, str, float]]:
-        token: str | None = None
+        listed = TrainingTries(self.sagemaker).listed(StatusEquals="InProgress")
         while True:
-            extra = {"NextToken": token} if token else {}
             try:
-                page = self.sagemaker.list_training_jobs(
-                    StatusEquals="InProgress", MaxResults=100, **extra
-                )
+                summary = next(listed)
+            except StopIteration:
+                return
             except (ClientError, BotoCoreError) as error:
                 raise JobsUnknown(f"ListTrainingJobs: {error}") from None
-            for summary in page.get("TrainingJobSummaries", ()):
-                created = summary["CreationTime"].timestamp()
-                yield str(summary["TrainingJobName"]), str(summary["TrainingJobArn"]), created
-            token = page.get("NextToken")
-            if not token:
-                return
-
-    def _tags(self, arn: str) -> dict[str, str]:
-        tags: dict[str, str] = {}
-        token: str | None = None
-        while True:
-            extra = {"NextToken": token} if token else {}
-            page = self.sagemaker.list_tags(ResourceArn=arn, MaxResults=100, **extra)
-            tags.update({t["Key"]: t.get("Value", "") for t in page.get("Tags", ())})
-            token = page.get("NextToken")
-            if not token:
-                return tags
+            created = summary["CreationTime"].timestamp()
+            yield str(summary["TrainingJobName"]), str(summary["TrainingJobArn"]), created

@@ -89,7 +89,7 @@ def stop_try(
             "stopping training job %s; without CheckpointConfig the task's next try starts over",
             name,
         )
-    job = tries.stop(name, wait_seconds) or job
+    job = tries.stop(name, wait_seconds, job=job) or job
     status = job["TrainingJobStatus"]
     if status in RUNNING_STATUSES:
         log.warning(
