@@ -14,12 +14,22 @@ taken.
 A victim's external work is found by name: the try that was stopped names its
 training job (:meth:`~airflow_quota_provider.hooks.submission.TaskIdentity.training_job_name`).
 A task without one (not found) holds nothing beyond its own process.
+
+A victim's job that goes on ``InProgress`` for :data:`STOP_AFTER_SECONDS` after the
+manager first saw it so is stopped by the manager: the try's own stop did not come.
+Airflow 3.3's triggerer cancels a cleared task's trigger again at each pass of its
+loop while the trigger's ``on_kill`` runs, so an ``on_kill`` that takes more than a
+second (building its AWS client on a loaded host) is cut short before it stops the
+job; a worker that cannot reach the api-server never learns of the clear. Nothing
+else would stop the job before it ends (or the reconciler's grace has passed), and
+the victim's slots, held while it runs, would stay closed to the preemptor.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -28,6 +38,11 @@ from airflow_quota_provider.hooks.training_tries import RUNNING_STATUSES, Traini
 from airflow_quota_provider.pool_manager.tasks import TaskKey
 
 log = logging.getLogger(__name__)
+
+STOP_AFTER_SECONDS = 20.0
+"""How long a victim's training job may go on ``InProgress`` (not ``Stopping``) once the
+manager has seen it so, before the manager stops it: far longer than the try's own stop
+takes (the worker learns of the clear at its next heartbeat, the triggerer at once)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,19 +80,30 @@ class ExternalWork(Protocol):
 
 
 class SageMakerTrainingJobs:
-    """Victims' SageMaker training jobs, looked up by name with ``DescribeTrainingJob``.
+    """Victims' SageMaker training jobs, looked up by name with ``DescribeTrainingJob``;
+    one still ``InProgress`` ``stop_after`` seconds after it was first seen so is stopped.
 
     :param client: a boto3 SageMaker client.
+    :param stop_after: seconds (on ``clock``) a victim's job may stay ``InProgress``.
     """
 
-    def __init__(self, client: Any) -> None:
+    def __init__(
+        self,
+        client: Any,
+        stop_after: float = STOP_AFTER_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.client = client
+        self.stop_after = stop_after
+        self.clock = clock
+        self._in_progress_since: dict[Victim, float] = {}
 
     def running(self, victims: Iterable[Victim]) -> set[Victim]:
         from botocore.exceptions import BotoCoreError, ClientError
 
         tries = TrainingTries(self.client)
         found: set[Victim] = set()
+        in_progress: set[Victim] = set()
         for victim in victims:
             name = victim.training_job_name
             try:
@@ -90,7 +116,33 @@ class SageMakerTrainingJobs:
             if status in RUNNING_STATUSES:
                 log.info("%s: its training job %s is still %s", victim.key, name, status)
                 found.add(victim)
+            if status == "InProgress":
+                in_progress.add(victim)
+                self._stop_if_left(tries, victim, job)
+        self._in_progress_since = {
+            victim: since
+            for victim, since in self._in_progress_since.items()
+            if victim in in_progress
+        }
         return found
+
+    def _stop_if_left(self, tries: TrainingTries, victim: Victim, job: dict[str, Any]) -> None:
+        now = self.clock()
+        since = self._in_progress_since.setdefault(victim, now)
+        if now - since < self.stop_after:
+            return
+        name = victim.training_job_name
+        log.warning(
+            "%s: its training job %s is still InProgress %g s after the manager saw it so "
+            "(its try's own stop did not come); stopping it",
+            victim.key,
+            name,
+            now - since,
+        )
+        try:
+            tries.stop(name, 0, job=job)
+        except Exception as error:  # the next cycle asks again
+            log.warning("could not stop training job %s: %s", name, error)
 
     def tell(self, victim: Victim, note: str) -> None:
         name = victim.training_job_name

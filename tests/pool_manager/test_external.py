@@ -54,6 +54,35 @@ def test_a_victim_holds_while_its_training_job_runs_or_stops(endpoint: Endpoint)
     assert jobs.running({Victim(VICTIM.key, 2)}) == set()
 
 
+def test_a_victims_job_left_in_progress_is_stopped_by_the_manager(endpoint: Endpoint) -> None:
+    """The try's own stop can be cut short (a trigger's ``on_kill`` cancelled again by
+    Airflow's triggerer): a job still ``InProgress`` ``stop_after`` seconds after the
+    manager first saw it so is stopped; a job already stopping is left to stop."""
+    clock = [100.0]
+    jobs = SageMakerTrainingJobs(endpoint.sagemaker, stop_after=20, clock=lambda: clock[0])
+    stopping = Victim(key("v-stopping"), 1)
+    start_training(endpoint, VICTIM)
+    start_training(endpoint, stopping)
+    endpoint.sagemaker.stop_training_job(TrainingJobName=stopping.training_job_name)
+
+    def status(victim: Victim) -> str:
+        name = victim.training_job_name
+        return str(
+            endpoint.sagemaker.describe_training_job(TrainingJobName=name)["TrainingJobStatus"]
+        )
+
+    assert jobs.running({VICTIM, stopping}) == {VICTIM, stopping}
+    clock[0] += 19
+    assert jobs.running({VICTIM}) == {VICTIM}
+    assert status(VICTIM) == "InProgress"
+    clock[0] += 1
+    assert jobs.running({VICTIM}) == {VICTIM}, "Stopping still holds its instances"
+    assert status(VICTIM) == "Stopping"
+    endpoint.advance(5)
+    assert jobs.running({VICTIM, stopping}) == set()
+    assert status(VICTIM) == "Stopped"
+
+
 def test_an_endpoint_that_does_not_answer_is_not_taken_for_a_stopped_job() -> None:
     jobs = SageMakerTrainingJobs(make_client("http://127.0.0.1:9", "sagemaker"))
     with pytest.raises(ExternalWorkUnknown, match="DescribeTrainingJob"):
