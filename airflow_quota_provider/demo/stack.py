@@ -17,15 +17,17 @@ import subprocess
 import sys
 import urllib.parse
 import urllib.request
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from airflow_quota_provider.demo.airflow_api import AirflowApi
-from airflow_quota_provider.demo.processes import Processes, tail, wait_for
+from airflow_quota_provider.demo.processes import Managed, Processes, tail, wait_for
 
 AIRFLOW_COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
+_CELERY_PRELOAD = ("airflow.sdk.execution_time.task_runner", "airflow_quota_provider.view.plugin")
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,11 @@ class StackSettings:
     :param api_port: the api-server's port; 0 picks a free one.
     :param emulator_args: more options for the endpoint, e.g.
         ``("--instance-limit", "ml.p4d.24xlarge=4")``.
+    :param executor: Airflow's executor: ``LocalExecutor`` (the scheduler runs the
+        tasks) or ``CeleryExecutor`` (workers started with
+        :meth:`Stack.start_celery_worker` run them; needs ``celery_broker_url`` and a
+        ``database_url``, as Celery keeps its results in Airflow's database).
+    :param celery_broker_url: the Celery broker, e.g. ``redis://127.0.0.1:6379/3``.
     """
 
     workdir: Path
@@ -54,6 +61,15 @@ class StackSettings:
     password: str = "admin"
     extra_env: dict[str, str] = field(default_factory=dict)
     emulator_args: tuple[str, ...] = ()
+    executor: str = "LocalExecutor"
+    celery_broker_url: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.executor == "CeleryExecutor" and not (self.celery_broker_url and self.database_url):
+            raise ValueError(
+                "the CeleryExecutor needs celery_broker_url (its broker) and database_url "
+                "(Celery keeps its results in Airflow's database; SQLite cannot serve it)"
+            )
 
 
 class Stack:
@@ -66,6 +82,7 @@ class Stack:
         self.api_url = f"http://127.0.0.1:{settings.api_port or _free_port()}"
         self.api = AirflowApi(self.api_url, settings.username, settings.password)
         self.env = self._airflow_env()
+        self._log_offsets: dict[str, int] = {}
 
     @property
     def home(self) -> Path:
@@ -118,6 +135,49 @@ class Stack:
         ]
         self.processes.start("pool-manager", command, env, cwd=self.settings.workdir)
         return database
+
+    def start_celery_worker(
+        self,
+        name: str,
+        queues: Sequence[str],
+        concurrency: int,
+        env: Mapping[str, str] | None = None,
+    ) -> Managed:
+        """Start ``airflow celery worker`` as the process ``name`` (also its Celery node
+        name, ``name@<host>``), serving ``queues`` with ``concurrency`` task slots.
+        ``env``: more environment for it (its tasks inherit it). Returns at once:
+        :meth:`wait_celery_worker` waits until it takes tasks.
+        """
+        command = [
+            *(sys.executable, "-m", "airflow", "celery", "worker"),
+            *("--queues", ",".join(queues), "--concurrency", str(concurrency)),
+            *("--celery-hostname", f"{name}@%h"),
+        ]
+        # each worker serves its tasks' logs on a port of its own
+        port = {"AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(_free_port())}
+        self._log_offsets[name] = _size(self.processes.log_dir / f"{name}.log")
+        return self.processes.start(
+            name, command, {**self.env, **port, **(env or {})}, cwd=self.settings.workdir
+        )
+
+    def restart_celery_worker(self, name: str) -> Managed:
+        """Start the Celery worker ``name`` again as it was first started (stopping it
+        first if it runs). Returns at once, as :meth:`start_celery_worker`."""
+        self._log_offsets[name] = _size(self.processes.log_dir / f"{name}.log")
+        return self.processes.restart(name)
+
+    def wait_celery_worker(self, name: str, timeout: float = 120) -> None:
+        """Wait until the Celery worker ``name``, as last (re)started, takes tasks."""
+        log_path = self.processes.log_dir / f"{name}.log"
+        offset = self._log_offsets.get(name, 0)
+
+        def ready() -> bool:
+            # the worker's log goes on across restarts: only what this start wrote counts
+            with log_path.open("rb") as log:
+                log.seek(offset)
+                return b" ready." in log.read()
+
+        wait_for(f"the Celery worker {name}", ready, timeout, self.processes)
 
     def clock(self) -> dict[str, Any]:
         """The endpoint's clock: ``now``, ``now_millis``, ``time_scale``."""
@@ -195,7 +255,7 @@ class Stack:
         env.update(
             {
                 "AIRFLOW_HOME": str(self.home),
-                "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+                "AIRFLOW__CORE__EXECUTOR": settings.executor,
                 "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": database,
                 "AIRFLOW__CORE__DAGS_FOLDER": str(settings.dags_folder),
                 "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
@@ -224,9 +284,17 @@ class Stack:
                 "AWS_ACCESS_KEY_ID": "testing",
                 "AWS_SECRET_ACCESS_KEY": "testing",
                 "AWS_DEFAULT_REGION": "us-east-1",
-                **settings.extra_env,
             }
         )
+        if settings.celery_broker_url is not None:
+            env["AIRFLOW__CELERY__BROKER_URL"] = settings.celery_broker_url
+            # A worker forks each task from a pool process that has not loaded Airflow's
+            # plugins or the task runner: each task would import them anew (this provider's
+            # plugin brings Airflow's API app, ~2 s of CPU). Imported once, before the fork.
+            env["AIRFLOW__CELERY__EXTRA_CELERY_CONFIG"] = json.dumps(
+                {"imports": [*_CELERY_PRELOAD]}
+            )
+        env.update(settings.extra_env)
         return env
 
 
@@ -245,6 +313,10 @@ def _free_port() -> int:
             except OSError:
                 continue
         return port
+
+
+def _size(path: Path) -> int:
+    return path.stat().st_size if path.exists() else 0
 
 
 def _fernet_key() -> str:

@@ -2,16 +2,93 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import Row
+
 from airflow_quota_provider.demo.airflow_api import AirflowApi, AirflowApiError
 from airflow_quota_provider.demo.processes import Processes, wait_for
 from airflow_quota_provider.demo.stack import Stack, StackSettings
+from tests.postgres import postgres_database
 
 HERE = Path(__file__).resolve().parent
+REDIS = "redis://127.0.0.1:6379/{database}"
+_REDIS_CLAIM = "airflow-quota-test:claimed-by"
+
+
+@pytest.fixture(scope="module")
+def locks(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder of the GPU lock files of ``dags/pools_locks.py``."""
+    return tmp_path_factory.mktemp("gpu-locks")
+
+
+@pytest.fixture(scope="module")
+def managers_db() -> Iterator[str]:
+    """A PostgreSQL database for pool managers in HA (skips the module without one)."""
+    for url in postgres_database():
+        if url is None:
+            pytest.skip("no PostgreSQL answers at 127.0.0.1:5432: managers in HA need it")
+        yield url
+
+
+def query(url: str, sql: str) -> list[Row[Any]]:
+    """The rows of one query on the database at ``url``."""
+    engine = create_engine(url)
+    try:
+        with engine.connect() as connection:
+            return list(connection.execute(text(sql)).all())
+    finally:
+        engine.dispose()
+
+
+def leader(stack: Stack, managers_db: str) -> str | None:
+    """The name of the manager process that holds the fleet's lease now."""
+    rows = query(
+        managers_db,
+        "SELECT holder FROM quota_manager_lease WHERE fleet = 'gpus' "
+        "AND expires_at > extract(epoch from clock_timestamp())",
+    )
+    if not rows:
+        return None
+    pid = int(str(rows[0][0]).split(":")[1])
+    return next((n for n, m in stack.processes.started.items() if m.popen.pid == pid), None)
+
+
+def redis_database() -> Iterator[str]:
+    """A Redis database of its own on the local Redis (``redis://127.0.0.1:6379/N``), for
+    one stack's Celery broker, emptied afterwards; skips the test when there is none.
+
+    Parallel tests each claim another of Redis's numbered databases (an expiring key
+    set only if absent, in a database holding nothing else), so their Celery queues
+    never mix.
+    """
+    try:
+        import redis
+    except ImportError:
+        pytest.skip("the redis package is not installed: the Celery tests need Redis")
+    for database in range(1, 16):
+        client = redis.Redis(host="127.0.0.1", port=6379, db=database, socket_timeout=5)
+        try:
+            claimed = client.set(_REDIS_CLAIM, str(os.getpid()), nx=True, ex=3600)
+        except redis.ConnectionError as error:
+            pytest.skip(f"no Redis answers at 127.0.0.1:6379 ({error}): the Celery tests need it")
+        if claimed and client.dbsize() == 1:
+            try:
+                yield REDIS.format(database=database)
+            finally:
+                client.flushdb()
+                client.close()
+            return
+        if claimed:  # someone else's keys are there: leave that database alone
+            client.delete(_REDIS_CLAIM)
+        client.close()
+    pytest.skip("every database of the Redis at 127.0.0.1:6379 is in use")
 
 
 @contextmanager
@@ -25,6 +102,8 @@ def managed_stack(
     emulator_args: tuple[str, ...] = (),
     manager_args: tuple[str, ...] = (),
     interval: float = 1,
+    executor: str = "LocalExecutor",
+    celery_broker_url: str | None = None,
 ) -> Iterator[Stack]:
     """api-server, scheduler, dag-processor, triggerer and ``airflow-quota pool-manager``
     (1 s cycles), with the DAGs of ``dags/`` parsed and the config's pools created.
@@ -34,6 +113,9 @@ def managed_stack(
     :param emulator_args: more options for the local AWS endpoint.
     :param manager_args: more options for the manager, e.g. ``("--watch-sagemaker",)``.
     :param interval: seconds between the manager's cycles.
+    :param executor: Airflow's; ``CeleryExecutor`` needs ``celery_broker_url`` and
+        ``database_url``, and the test starts the workers
+        (:meth:`~airflow_quota_provider.demo.stack.Stack.start_celery_worker`).
     """
     settings = StackSettings(
         workdir=workdir,
@@ -43,6 +125,8 @@ def managed_stack(
         database_url=database_url,
         password=password,
         emulator_args=emulator_args,
+        executor=executor,
+        celery_broker_url=celery_broker_url,
     )
     with Processes(workdir / "logs") as processes:
         stack = Stack(settings, processes)

@@ -18,11 +18,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import create_engine, text
 
 from airflow_quota_provider.demo.processes import wait_for
 from airflow_quota_provider.demo.stack import Stack
-from tests.pool_manager.conftest import HERE, managed_stack, trigger
+from tests.pool_manager.conftest import HERE, leader, managed_stack, query, trigger
 from tests.postgres import postgres_database
 
 pytestmark = pytest.mark.slow
@@ -31,19 +30,6 @@ RUNS = 24
 INTERVAL = 2.0
 LEASE = 2.5
 MANAGERS = ("pool-manager", "pool-manager-2")
-
-
-@pytest.fixture(scope="module")
-def locks(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("gpu-locks")
-
-
-@pytest.fixture(scope="module")
-def managers_db() -> Iterator[str]:
-    for url in postgres_database():
-        if url is None:
-            pytest.skip("no PostgreSQL answers at 127.0.0.1:5432: managers in HA need it")
-        yield url
 
 
 @pytest.fixture(scope="module")
@@ -67,25 +53,6 @@ def stack(
             first = stack.processes.started["pool-manager"]
             stack.processes.start(MANAGERS[1], first.command, first.env, first.cwd)
             yield stack
-
-
-def leader(stack: Stack, managers_db: str) -> str | None:
-    """The name of the manager process that holds the lease now."""
-    engine = create_engine(managers_db)
-    try:
-        with engine.connect() as connection:
-            row = connection.execute(
-                text(
-                    "SELECT holder FROM quota_manager_lease WHERE fleet = 'gpus' "
-                    "AND expires_at > extract(epoch from clock_timestamp())"
-                )
-            ).first()
-    finally:
-        engine.dispose()
-    if row is None:
-        return None
-    pid = int(str(row[0]).split(":")[1])
-    return next((n for n, m in stack.processes.started.items() if m.popen.pid == pid), None)
 
 
 def test_the_standby_takes_over_within_two_cycles_and_no_gpu_is_promised_twice(
@@ -128,18 +95,12 @@ def test_the_standby_takes_over_within_two_cycles_and_no_gpu_is_promised_twice(
     for dag_id, run_id in triggered:
         answer = api.get(f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances")
         outcomes.update(ti["state"] for ti in answer["task_instances"])
-    engine = create_engine(managers_db)
-    try:
-        with engine.connect() as connection:
-            preempted_tries = connection.execute(
-                text(
-                    "SELECT dag_id, run_id, task_id, map_index, try_number, count(*) "
-                    "FROM quota_preemption GROUP BY 1, 2, 3, 4, 5"
-                )
-            ).all()
-            epoch = connection.execute(text("SELECT epoch FROM quota_manager_lease")).scalar()
-    finally:
-        engine.dispose()
+    preempted_tries = query(
+        managers_db,
+        "SELECT dag_id, run_id, task_id, map_index, try_number, count(*) "
+        "FROM quota_preemption GROUP BY 1, 2, 3, 4, 5",
+    )
+    epoch = query(managers_db, "SELECT epoch FROM quota_manager_lease")[0][0]
     twice = [row for row in preempted_tries if row[5] > 1]
     print(
         f"\n{sum(outcomes.values())} tasks: {dict(outcomes)}; take-overs after SIGKILL "

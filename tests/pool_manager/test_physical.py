@@ -30,11 +30,6 @@ TASKS_PER_RUN = 3
 
 
 @pytest.fixture(scope="module")
-def locks(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("gpu-locks")
-
-
-@pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory, locks: Path) -> Iterator[Stack]:
     workdir = tmp_path_factory.mktemp("pool-manager-locks")
     dag_ids = tuple(f"locks_{team}" for team in TEAMS)

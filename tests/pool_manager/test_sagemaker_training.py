@@ -110,6 +110,25 @@ def results(stack: Stack, runs: list[tuple[str, str]]) -> list[dict[str, Any]]:
     return found
 
 
+def duplicate_jobs(jobs: list[dict[str, Any]]) -> tuple[int, int]:
+    """Of these training jobs (with their ``tags``): how many tries have two, and how
+    many times a task instance's next job was created before its previous one ended."""
+    by_task: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
+    per_try: Counter[tuple[str, str, str, str]] = Counter()
+    for job in jobs:
+        tags = job["tags"]
+        key = (tags["airflow:dag_id"], tags["airflow:run_id"], tags["airflow:task_id"])
+        by_task[key].append(job)
+        per_try[(*key, tags["airflow:try_number"])] += 1
+    overlaps = 0
+    for task_jobs in by_task.values():
+        task_jobs.sort(key=lambda job: job["CreationTime"])
+        for earlier, later in itertools.pairwise(task_jobs):
+            ended = earlier.get("TrainingEndTime") or earlier["LastModifiedTime"]
+            overlaps += later["CreationTime"] < ended
+    return sum(1 for count in per_try.values() if count > 1), overlaps
+
+
 def redone_seconds(result: dict[str, Any], duration: float) -> float:
     """Training time spent beyond the work itself: what preemptions made it redo."""
     return float(result["run_seconds"]) - duration
@@ -208,20 +227,7 @@ def test_randomized_training_never_exceeds_the_account_limit_or_leaves_a_job(
     left_running = [
         j["TrainingJobName"] for j in jobs if j["TrainingJobStatus"] in ("InProgress", "Stopping")
     ]
-    by_task: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
-    per_try: Counter[tuple[str, str, str, str]] = Counter()
-    for job in jobs:
-        tags = job["tags"]
-        key = (tags["airflow:dag_id"], tags["airflow:run_id"], tags["airflow:task_id"])
-        by_task[key].append(job)
-        per_try[(*key, tags["airflow:try_number"])] += 1
-    two_jobs_in_a_try = sum(1 for count in per_try.values() if count > 1)
-    overlaps = 0
-    for task_jobs in by_task.values():
-        task_jobs.sort(key=lambda job: job["CreationTime"])
-        for earlier, later in itertools.pairwise(task_jobs):
-            ended = earlier.get("TrainingEndTime") or earlier["LastModifiedTime"]
-            overlaps += later["CreationTime"] < ended
+    two_jobs_in_a_try, overlaps = duplicate_jobs(jobs)
     preemptions = sum(ti["xcom"]["preemptions"] for ti in done if ti["xcom"])
     redone = [
         redone_seconds(ti["xcom"], durations[ti["dag_run_id"]]) / ti["xcom"]["preemptions"]

@@ -1,14 +1,21 @@
 """Three teams' tasks that each hold one exclusive lock per GPU they use.
 
-The locks are the physical truth: ``FLEET_GPUS`` lock files in the folder named
-by ``QUOTA_TEST_LOCK_DIR``, taken with a non-blocking ``flock`` for as long as
-the task's process lives (the OS releases them when it dies, cleared or not).
+The locks are the physical truth: one lock file per GPU of the fleet (``FLEET_GPUS``,
+or ``QUOTA_TEST_FLEET_GPUS``) in the folder named by ``QUOTA_TEST_LOCK_DIR``, taken
+with a non-blocking ``flock`` for as long as the task's process lives (the OS releases
+them when it dies, cleared or not).
 A task that finds fewer free locks than its ``pool_slots`` records it in
 ``violations.log`` and fails: the quota layer promised GPUs that were in use.
+
+The ``celery_locks_*`` DAGs are the same tasks for the CeleryExecutor: each team's
+on its own queue (``team-a``, ...), and with retries, as a try whose Celery worker is
+killed (or that cannot reach the api-server) can only fail. A task run by a worker
+that says its name (``QUOTA_TEST_WORKER``) records which one in ``workers.log``.
 """
 
 from __future__ import annotations
 
+import datetime
 import fcntl
 import os
 import time
@@ -29,7 +36,7 @@ TASKS = {
 def _take(slots: int) -> list[IO[str]]:
     folder = Path(os.environ["QUOTA_TEST_LOCK_DIR"])
     held: list[IO[str]] = []
-    for gpu in range(FLEET_GPUS):
+    for gpu in range(int(os.environ.get("QUOTA_TEST_FLEET_GPUS", FLEET_GPUS))):
         if len(held) == slots:
             break
         handle = (folder / f"gpu-{gpu}").open("a")
@@ -47,9 +54,18 @@ def _take(slots: int) -> list[IO[str]]:
     return held
 
 
+def _say_worker(folder: Path) -> None:
+    worker = os.environ.get("QUOTA_TEST_WORKER")
+    if worker:
+        ti = get_current_context()["ti"]
+        with (folder / "workers.log").open("a") as log:
+            log.write(f"{ti.dag_id} {ti.run_id} {ti.task_id} {ti.try_number} {worker}\n")
+
+
 @task(weight_rule="absolute")
 def hold(slots: int, seconds: str | float) -> None:
     held = _take(slots)
+    _say_worker(Path(os.environ["QUOTA_TEST_LOCK_DIR"]))
     time.sleep(float(seconds))
     for handle in held:
         handle.close()
@@ -60,4 +76,17 @@ for team, tasks in TASKS.items():
         for task_id, slots, weight in tasks:
             hold.override(
                 task_id=task_id, pool=f"quota-{team}-gpu", pool_slots=slots, priority_weight=weight
+            )(slots=slots, seconds="{{ dag_run.conf.get('seconds', 3) }}")
+
+for team, tasks in TASKS.items():
+    with DAG(f"celery_locks_{team}", schedule=None, catchup=False, tags=["pool-manager"]):
+        for task_id, slots, weight in tasks:
+            hold.override(
+                task_id=task_id,
+                pool=f"quota-{team}-gpu",
+                pool_slots=slots,
+                priority_weight=weight,
+                queue=f"team-{team}",
+                retries=3,
+                retry_delay=datetime.timedelta(seconds=2),
             )(slots=slots, seconds="{{ dag_run.conf.get('seconds', 3) }}")

@@ -5,6 +5,13 @@ against the local endpoint (whose ``--instance-limit`` is the account's limit),
 checkpointing every minute of training to its own S3 location, so a preempted
 try's successor resumes. Small tasks wait in the worker, the others deferred:
 both ways of stopping a job on preemption run.
+
+The ``celery_training_*`` DAGs run on the CeleryExecutor, each team's tasks on its
+own queue (``team-a``, ...), in the pools of the teams' training shares of a fleet
+that also has GPUs (``fleet_celery.yaml``): one task waiting in the worker, one
+deferred. They have retries: a try whose worker is killed is failed by the scheduler
+once its heartbeat stops, and only a retry (which first stops that try's training
+job) finishes it.
 """
 
 from __future__ import annotations
@@ -44,18 +51,39 @@ def request(instances: int) -> dict[str, object]:
     }
 
 
-for team, tasks in TASKS.items():
-    with DAG(f"training_{team}", schedule=None, catchup=False, tags=["pool-manager"]):
+def training_dag(dag_id: str, tasks: list[tuple[str, int, int]], pool: str, **more: object) -> None:
+    """A DAG of one training task per (task id, instances, priority weight), in ``pool``;
+    ``more``: the tasks' other arguments."""
+    with DAG(dag_id, schedule=None, catchup=False, tags=["pool-manager"]):
         for task_id, instances, weight in tasks:
             PoolTrainingOperator(
                 task_id=task_id,
                 training_config=request(instances),
-                pool=f"quota-{team}-p4d",
+                pool=pool,
                 priority_weight=weight,
                 weight_rule="absolute",
                 deferrable=task_id != "small",
                 poll_interval=1,
                 stop_wait_seconds=60,
-                retries=0,
-                retry_delay=datetime.timedelta(seconds=1),
+                **more,
             )
+
+
+for team, tasks in TASKS.items():
+    training_dag(
+        f"training_{team}",
+        tasks,
+        f"quota-{team}-p4d",
+        retries=0,
+        retry_delay=datetime.timedelta(seconds=1),
+    )
+
+for team in TASKS:
+    training_dag(
+        f"celery_training_{team}",
+        [("small", 1, 1), ("pair", 2, 5)],
+        f"quota-{team}-train-p4d",
+        queue=f"team-{team}",
+        retries=3,
+        retry_delay=datetime.timedelta(seconds=2),
+    )
