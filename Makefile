@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit bench clean
+.PHONY: demo test test-compat lint typecheck unit bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -19,8 +19,8 @@ demo: $(STAMP)
 test: lint typecheck unit
 
 lint: $(STAMP)
-	$(BIN)/ruff check airflow_quota_provider tests benchmarks dags
-	$(BIN)/ruff format --check airflow_quota_provider tests benchmarks dags
+	$(BIN)/ruff check airflow_quota_provider tests benchmarks dags compat
+	$(BIN)/ruff format --check airflow_quota_provider tests benchmarks dags compat
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
@@ -32,6 +32,10 @@ JOBS ?= 2
 unit: $(STAMP)
 	$(BIN)/pytest -n $(JOBS) --dist loadfile
 
+# The other supported Airflow release lines, each in .venv-compat/LINE (compat/lines.py).
+test-compat: $(STAMP)
+	$(BIN)/python compat/lines.py test $(LINES)
+
 bench: $(STAMP)
 	$(BIN)/python benchmarks/engine.py
 	$(BIN)/python benchmarks/simulate.py
@@ -40,7 +44,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/view.py
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) .venv-compat .mypy_cache .pytest_cache .ruff_cache
 
 # The browser test drives Debian's chromium; as root, install it when it is missing.
 .PHONY: chromium

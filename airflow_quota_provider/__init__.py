@@ -12,6 +12,8 @@ _PKG = "airflow_quota_provider"
 
 def get_provider_info() -> dict[str, Any]:
     """What Airflow's provider manager reads through the ``apache_airflow_provider`` entry point."""
+    from airflow_quota_provider.versions import SUPPORTED
+
     return {
         "package-name": "airflow-quota-provider",
         "name": "Quota shares for SageMaker training on AWS Batch",
@@ -20,6 +22,7 @@ def get_provider_info() -> dict[str, Any]:
             "shares: borrowing, reclaim, in-share preemption and explanations."
         ),
         "versions": [__version__],
+        "supported-airflow-versions": SUPPORTED,
         "integrations": [
             {
                 "integration-name": INTEGRATION,

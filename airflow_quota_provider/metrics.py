@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 from airflow_quota_provider.view.model import QueueView, ShareView
 
@@ -67,8 +68,28 @@ def emit_gauges(view: QueueView) -> None:
     emit(share_gauges(view))
 
 
+def start() -> None:
+    """Give ``Stats`` its backend in a process Airflow did not start (the pool manager's,
+    the reconciler's), as Airflow's own processes do. Airflow 3.2's ``Stats`` sends
+    nothing until a process sets it up; earlier releases read the configuration on first
+    use, and from 3.3 on the task SDK sets it up when imported."""
+    import inspect
+
+    try:
+        from airflow.observability.metrics import stats_utils
+    except ImportError:
+        return  # before Airflow 3.2
+    factory: Any = stats_utils.get_stats_factory
+    if not inspect.signature(factory).parameters:
+        return  # Airflow 3.3 and later
+    from airflow.providers.common.compat.sdk import Stats
+
+    stats: Any = Stats
+    stats.initialize(factory=factory(Stats))
+
+
 def emit(gauges: Iterable[Gauge]) -> None:
-    from airflow.sdk.observability.stats import Stats
+    from airflow.providers.common.compat.sdk import Stats
 
     for name, value, tags in gauges:
         Stats.gauge(name, value, tags=tags)
@@ -80,7 +101,7 @@ def count(counter: str, job_queue: str, quota_share: str, by: int = 1) -> None:
         raise ValueError(f"counter must be one of {', '.join(COUNTERS)}, got {counter!r}")
     if by <= 0:
         return
-    from airflow.sdk.observability.stats import Stats
+    from airflow.providers.common.compat.sdk import Stats
 
     job_queue = job_queue.rsplit("/", 1)[-1]  # a queue's name from its ARN
     name = f"{PREFIX}.{part(job_queue)}.{part(quota_share)}.{counter}"
@@ -91,7 +112,7 @@ def count_orphans(job_queue: str, by: int) -> None:
     """Add ``by`` to the jobs the reconciler stopped for one job queue or pools fleet."""
     if by <= 0:
         return
-    from airflow.sdk.observability.stats import Stats
+    from airflow.providers.common.compat.sdk import Stats
 
     job_queue = job_queue.rsplit("/", 1)[-1]
     name = f"{PREFIX}.{part(job_queue)}.orphans_stopped"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime
 
-from airflow.sdk import DAG
+from airflow.providers.common.compat.sdk import DAG
 from training_requests import emulated_timing, training_request
 
 from airflow_quota_provider.operators.training import QuotaTrainingOperator
@@ -19,7 +19,7 @@ with DAG(
     dag_id="nlp_finetune",
     description="NLP: fine-tune on the share's own p4d capacity, reclaiming it if lent",
     schedule=None,
-    start_date=datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc),
+    start_date=datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC),
     catchup=False,
     tags=["ml-training", "team:nlp"],
 ):

@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import datetime
 
-from airflow.sdk import DAG
+from airflow.providers.common.compat.sdk import DAG
 from training_requests import training_request
 
 from airflow_quota_provider.operators.pool_training import PoolTrainingOperator
 
-START = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
+START = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
 TEAMS = {
     # dag id: (team, purpose, instances, priority, work minutes)
     "pools_vision_pretrain": ("vision", "pretrain", 4, 50, 120),

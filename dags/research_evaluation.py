@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import datetime
 
-from airflow.sdk import DAG
+from airflow.providers.common.compat.sdk import DAG
 from training_requests import emulated_timing, training_request
 
 from airflow_quota_provider.operators.training import QuotaTrainingOperator
 
-START = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
+START = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
 
 with DAG(
     dag_id="research_sweep",

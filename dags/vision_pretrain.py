@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime
 
-from airflow.sdk import DAG
+from airflow.providers.common.compat.sdk import DAG
 from training_requests import emulated_timing, training_request
 
 from airflow_quota_provider.operators.training import QuotaTrainingOperator
@@ -21,7 +21,7 @@ with DAG(
     dag_id="vision_pretrain",
     description="Vision: pre-train a backbone, borrowing idle p4d capacity",
     schedule=None,
-    start_date=datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc),
+    start_date=datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC),
     catchup=False,
     tags=["ml-training", "team:vision"],
 ):

@@ -25,6 +25,16 @@ def test_the_entry_point_gives_provider_info_that_matches_airflows_schema() -> N
     assert info["versions"] == [airflow_quota_provider.__version__]
 
 
+def test_it_names_every_airflow_line_it_is_tested_on() -> None:
+    from compat.lines import LINES
+
+    info = airflow_quota_provider.get_provider_info()
+    lines = info["supported-airflow-versions"]
+    assert list(lines) == [*(line.name for line in LINES), "3.3"]
+    assert all(isinstance(what, str) and what for what in lines.values())
+    assert airflow.__version__.startswith("3.3."), "the current line is the one make test runs"
+
+
 def test_airflows_providers_manager_lists_the_provider() -> None:
     from airflow.providers_manager import ProvidersManager
 

@@ -56,7 +56,7 @@ def airflow_api(
             raise ValueError("--api-url needs --username (and the password in the environment)")
         return api_url, Credentials(username, os.environ.get(PASSWORD_VARIABLE, ""))
     from airflow.models.connection import Connection
-    from airflow.sdk.exceptions import AirflowNotFoundException
+    from airflow.providers.common.compat.sdk import AirflowNotFoundException
 
     try:
         conn = Connection.get_connection_from_secrets(conn_id)

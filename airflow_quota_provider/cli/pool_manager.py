@@ -17,6 +17,7 @@ import signal
 import sys
 from typing import TYPE_CHECKING, Any
 
+from airflow_quota_provider import metrics
 from airflow_quota_provider.cli.airflow_api import add_airflow_api_arguments, airflow_api
 from airflow_quota_provider.cli.connection import AwsClientError, add_aws_arguments, aws_client
 from airflow_quota_provider.config_file import load_config
@@ -142,6 +143,7 @@ def run(args: argparse.Namespace) -> int:
     from airflow_quota_provider.pool_manager.store import Store
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    metrics.start()
     store = Store(args.database)
     lease = Lease(store.engine, config.job_queue, args.lease or max(3.0, 1.5 * args.interval))
     gateway = AirflowGateway(url, credentials, write_timeout=lease.write_timeout)

@@ -21,6 +21,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
+from airflow_quota_provider import metrics
 from airflow_quota_provider.cli.airflow_api import add_airflow_api_arguments, airflow_api
 from airflow_quota_provider.cli.connection import AwsClientError, add_aws_arguments, aws_client
 from airflow_quota_provider.config_file import load_config
@@ -100,6 +101,7 @@ def run(args: argparse.Namespace) -> int:
     from airflow_quota_provider.reconciler.reconciler import Reconciler
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    metrics.start()
     source: JobSource
     if config.backend is Backend.AWS_BATCH:
         source = ServiceJobs(client, (config.job_queue,))

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from airflow.providers.amazon.aws.hooks.sagemaker import SageMakerHook
 from airflow.providers.amazon.aws.operators.base_aws import AwsBaseOperator
 from airflow.providers.amazon.aws.utils.mixins import aws_template_fields
-from airflow.sdk import conf
+from airflow.providers.common.compat.sdk import conf
 
 from airflow_quota_provider.checkpoints import checkpoint_uri
 from airflow_quota_provider.exceptions import (
@@ -35,7 +35,7 @@ from airflow_quota_provider.triggers.training_job import (
 )
 
 if TYPE_CHECKING:
-    from airflow.sdk import Context
+    from airflow.providers.common.compat.sdk import Context
 
 TRY_TAG = "airflow:try_number"
 

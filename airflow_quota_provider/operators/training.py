@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from airflow.providers.amazon.aws.operators.base_aws import AwsBaseOperator
 from airflow.providers.amazon.aws.utils.mixins import aws_template_fields
-from airflow.sdk import conf
+from airflow.providers.common.compat.sdk import conf
 
 from airflow_quota_provider import metrics
 from airflow_quota_provider.exceptions import (
@@ -27,7 +27,7 @@ from airflow_quota_provider.triggers.progress import JobWatch, outcome_of, preem
 from airflow_quota_provider.triggers.service_job import ServiceJobTrigger
 
 if TYPE_CHECKING:
-    from airflow.sdk import Context
+    from airflow.providers.common.compat.sdk import Context
 
 RETRIES_EXHAUSTED = "PREEMPTION_RETRIES_EXHAUSTED"
 RESULT_KEYS = (

@@ -27,6 +27,7 @@ import urllib3
 from airflow_client.client import ApiClient, Configuration
 from airflow_client.client.api.pool_api import PoolApi
 from airflow_client.client.api.task_instance_api import TaskInstanceApi
+from airflow_client.client.api.version_api import VersionApi
 from airflow_client.client.exceptions import ApiException
 from airflow_client.client.models.clear_task_instances_body import ClearTaskInstancesBody
 from airflow_client.client.models.patch_task_instance_body import PatchTaskInstanceBody
@@ -35,6 +36,7 @@ from airflow_client.client.models.pool_patch_body import PoolPatchBody
 from airflow_client.client.models.task_instance_response import TaskInstanceResponse
 from airflow_client.client.models.task_instance_state import TaskInstanceState
 from airflow_client.client.models.task_instances_batch_body import TaskInstancesBatchBody
+from packaging.version import Version
 
 from airflow_quota_provider.core.orphans import TaskSeen
 from airflow_quota_provider.pool_manager.overrides import overrides_of
@@ -128,6 +130,7 @@ class AirflowGateway:
         self._last_total = 0
         self._executor: ThreadPoolExecutor | None = None
         self._calls_lock = threading.Lock()
+        self._clear_takes_note: bool | None = None
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -250,20 +253,45 @@ class AirflowGateway:
             }
         )
         self._call(f"clear {key}", api.post_clear_task_instances, key.dag_id, body, write=True)
+        if not self._clear_keeps_note():
+            self._note(key, note)
+
+    def _clear_keeps_note(self) -> bool:
+        """Whether the api-server keeps a clear's note: before Airflow 3.3 it ignores it,
+        so there the note is set by a second call. Asked once."""
+        if self._clear_takes_note is None:
+            api = VersionApi(self._authorized())
+            answer = self._call("read Airflow's version", api.get_version)
+            version = Version(Version(str(answer.version)).base_version)
+            self._clear_takes_note = version >= Version("3.3")
+        return self._clear_takes_note
+
+    def _note(self, key: TaskKey, note: str) -> None:
+        self._patch(f"note {key}", key, PatchTaskInstanceBody(note=note), ["note"])
 
     def fail(self, key: TaskKey, note: str) -> None:
         """Mark one task instance failed (it is killed if it runs), with ``note``."""
-        api = TaskInstanceApi(self._authorized())
         body = PatchTaskInstanceBody(new_state=TaskInstanceState.FAILED, note=note)
+        self._patch(f"fail {key}", key, body)
+
+    def _patch(
+        self,
+        what: str,
+        key: TaskKey,
+        body: PatchTaskInstanceBody,
+        update_mask: list[str] | None = None,
+    ) -> None:
+        api = TaskInstanceApi(self._authorized())
         map_index = key.map_index if key.map_index >= 0 else None
         self._call(
-            f"fail {key}",
+            what,
             api.patch_task_instance,
             key.dag_id,
             key.run_id,
             key.task_id,
             body,
             map_index=map_index,
+            update_mask=update_mask,
             write=True,
         )
 
@@ -308,6 +336,12 @@ class AirflowGateway:
             raise GatewayError(
                 "log in", f"Airflow's API at {self.base_url} is unreachable ({error})"
             ) from None
+        if answer.status == 404:
+            detail = (
+                f"{self.base_url} has no POST /auth/token: the pool manager needs Airflow 3's "
+                "API server (Airflow 2's webserver has neither it nor /api/v2)"
+            )
+            raise GatewayError("log in", detail, answer.status)
         if answer.status >= 300:
             detail = f"answered {answer.status} for user {self.credentials.username}"
             raise GatewayError("log in", detail, answer.status)

@@ -13,8 +13,7 @@ from collections.abc import Iterable
 from functools import cached_property
 from typing import Any
 
-from airflow.sdk import BaseHook
-from airflow.sdk.exceptions import AirflowNotFoundException
+from airflow.providers.common.compat.sdk import AirflowNotFoundException, BaseHook
 
 from airflow_quota_provider.config_file import load_config
 from airflow_quota_provider.core.headroom import headroom, usage_of

@@ -12,7 +12,9 @@ Each cycle:
    d. pools that grow are set last. A preemptor's pool grows only in a later
       cycle, once its victims' processes are gone (they show ``restarting``
       until then), because a cleared task stops counting against its pool at
-      once while its process may live ~10 s more.
+      once while its process may live ~10 s more;
+   e. a task ``restarting`` for long after it was cleared is cleared again (see
+      :mod:`~airflow_quota_provider.pool_manager.restarting`).
 
 After each cycle it sends the fleet's gauges (per share and unit: used, borrowed,
 lent, waiting) and counts preemptions and failures per share, through Airflow's
@@ -43,6 +45,7 @@ from airflow_quota_provider.pool_manager.fleet import Fleet
 from airflow_quota_provider.pool_manager.gateway import AirflowGateway, GatewayError
 from airflow_quota_provider.pool_manager.lease import Lease
 from airflow_quota_provider.pool_manager.pools import PoolSlots
+from airflow_quota_provider.pool_manager.restarting import RestartingWatch
 from airflow_quota_provider.pool_manager.store import Store
 from airflow_quota_provider.pool_manager.tasks import PoolTask, TaskKey, TaskState
 from airflow_quota_provider.reconciler.jobs import JobsUnknown
@@ -64,6 +67,8 @@ class Observed:
     tasks: list[PoolTask]
     preemptions: dict[TaskKey, int]
     plan: PoolPlan
+    read: list[PoolTask]
+    """The task instances as Airflow shows them (``tasks`` adds what external work holds)."""
 
 
 def observe(
@@ -79,11 +84,12 @@ def observe(
     With ``external``, a recent victim whose external work still runs holds its slots
     as a task being stopped (see :mod:`~airflow_quota_provider.pool_manager.external`).
     """
-    tasks = gateway.task_instances(fleet)
+    read = gateway.task_instances(fleet)
+    tasks = read
     if external is not None:
-        tasks = _held_by_external_work(fleet, tasks, store, external, now)
+        tasks = _held_by_external_work(fleet, read, store, external, now)
     preemptions = store.preemptions(task.key for task in tasks)
-    return Observed(tasks, preemptions, decide(fleet, tasks, now, preemptions))
+    return Observed(tasks, preemptions, decide(fleet, tasks, now, preemptions), read)
 
 
 EXTERNAL_WATCH_SECONDS = 86_400.0
@@ -165,6 +171,7 @@ class PoolManager:
         self.reconciler = reconciler
         self.reconcile_every = reconcile_every
         self._reconciled = float("-inf")
+        self.restarting = RestartingWatch()
 
     def cycle(self) -> CycleReport:
         calls = self.gateway.calls
@@ -181,6 +188,8 @@ class PoolManager:
             self.gateway.fail(refusal.key, refusal.note)
             self._count("failures", refusal.pool)
         changed += self._set_pools(plan, pools, grow=True)
+        for task in self.restarting.stuck(observed.read, now):
+            self._clear_again(task, now)
         report = CycleReport(plan, self.gateway.calls - calls, changed)
         self.store.record_cycle(plan, report.calls, _moment(now))
         metrics.emit(fleet_gauges(self.fleet, observed.tasks, plan))
@@ -271,6 +280,20 @@ class PoolManager:
         self._count("preemptions", stop.pool)
         if stop.fails:
             self._count("failures", stop.pool)
+
+    def _clear_again(self, task: PoolTask, now: float) -> None:
+        """Send a task stuck ``restarting`` back to be scheduled (see
+        :mod:`~airflow_quota_provider.pool_manager.restarting`), keeping its note."""
+        self._may_change(f"clear {task.key} again")
+        last = self.store.last_preemption(task.key)
+        note = last.note if last is not None else "Cleared again by the quota pool manager"
+        log.warning(
+            "%s is still 'restarting' %g s after it was cleared; clearing it again",
+            task.key,
+            self.restarting.stuck_after,
+        )
+        self.gateway.clear(task.key, note)
+        self.restarting.cleared(task.key, now)
 
     def _tell(self, stop: Stop) -> None:
         if self.external is not None and stop.try_number:

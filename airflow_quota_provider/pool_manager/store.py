@@ -1,9 +1,9 @@
 """The pool manager's own small database: preemptions, and each cycle's decisions.
 
-SQLAlchemy 2; a SQLite file by default, PostgreSQL by URL (several managers
-share one). Airflow stays the source of truth for tasks and pools: what is
-kept here is what Airflow does not keep, so a restarted manager rebuilds
-the rest from Airflow:
+SQLAlchemy Core, on 1.4 (Airflow 2.11 and 3.0 bring it) and 2; a SQLite file by
+default, PostgreSQL by URL (several managers share one). Airflow stays the source
+of truth for tasks and pools: what is kept here is what Airflow does not keep, so a
+restarted manager rebuilds the rest from Airflow:
 
 - ``quota_preemption``: every preemption (who, by whom, why), so the cap on
   preemptions per task survives a restart and ``events`` can list them;
@@ -21,25 +21,32 @@ thousands of waiting tasks would otherwise rewrite them all each time).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any, TypeVar
 
 from sqlalchemy import (
     Boolean,
+    Column,
     DateTime,
     Index,
     Integer,
+    MetaData,
     String,
+    Table,
     Text,
     TypeDecorator,
     create_engine,
+    delete,
     func,
+    insert,
     inspect,
     select,
     text,
     update,
 )
-from sqlalchemy.engine import Dialect, Engine
-from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
+from sqlalchemy.engine import Dialect, Engine, Row
+from sqlalchemy.sql import Select
 
 from airflow_quota_provider.pool_manager import DEFAULT_DATABASE_URL
 from airflow_quota_provider.pool_manager.decide import PoolPlan, Stop
@@ -70,82 +77,125 @@ class UtcDateTime(TypeDecorator[datetime]):
         return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
-class _Base(DeclarativeBase):
-    pass
+_METADATA = MetaData()
 
 
-class _TaskColumns:
-    dag_id: Mapped[str] = mapped_column(String(250))
-    run_id: Mapped[str] = mapped_column(String(250))
-    task_id: Mapped[str] = mapped_column(String(250))
-    map_index: Mapped[int] = mapped_column(Integer, default=-1)
+def _task_columns() -> list[Column[Any]]:
+    return [
+        Column("dag_id", String(250), nullable=False),
+        Column("run_id", String(250), nullable=False),
+        Column("task_id", String(250), nullable=False),
+        Column("map_index", Integer, nullable=False, default=-1),
+    ]
+
+
+_PREEMPTION = Table(
+    "quota_preemption",
+    _METADATA,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    *_task_columns(),
+    Column("at", UtcDateTime(), nullable=False),
+    Column("pool", String(256), nullable=False),
+    Column("kind", String(32), nullable=False),
+    Column("preemptor", Text, nullable=False),
+    Column("fails", Boolean, nullable=False),
+    Column("note", Text, nullable=False),
+    Column("slots", Integer, nullable=False, default=0),
+    Column("started", UtcDateTime(), nullable=True),
+    Column("try_number", Integer, nullable=True),
+    Column("released_at", UtcDateTime(), nullable=True),
+    Index("quota_preemption_task", "run_id", "dag_id", "task_id", "map_index"),
+)
+
+_WAITING = Table(
+    "quota_share_waiting",
+    _METADATA,
+    *_task_columns(),
+    Column("share", String(128), primary_key=True),
+    Column("code", String(64), nullable=False),
+    Column("message", Text, nullable=False),
+    Column("since", UtcDateTime(), nullable=False),
+    Column("waiting", Integer, nullable=False),
+)
+
+_CYCLE = Table(
+    "quota_cycle",
+    _METADATA,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("at", UtcDateTime(), nullable=False),
+    Column("started", Integer, nullable=False),
+    Column("preempted", Integer, nullable=False),
+    Column("refused", Integer, nullable=False),
+    Column("waiting", Integer, nullable=False),
+    Column("calls", Integer, nullable=False),
+)
+
+
+@dataclass(frozen=True)
+class _TaskRecord:
+    dag_id: str
+    run_id: str
+    task_id: str
+    map_index: int
 
     @property
     def key(self) -> TaskKey:
         return TaskKey(self.dag_id, self.run_id, self.task_id, self.map_index)
 
 
-class PreemptionRow(_TaskColumns, _Base):
-    __tablename__ = "quota_preemption"
+@dataclass(frozen=True)
+class PreemptionRow(_TaskRecord):
+    """One preemption (``quota_preemption``)."""
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    at: Mapped[datetime] = mapped_column(UtcDateTime())
-    pool: Mapped[str] = mapped_column(String(256))
-    kind: Mapped[str] = mapped_column(String(32))
-    preemptor: Mapped[str] = mapped_column(Text)
-    fails: Mapped[bool] = mapped_column(Boolean)
-    note: Mapped[str] = mapped_column(Text)
-    slots: Mapped[int] = mapped_column(Integer, default=0)
-    started: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
+    id: int
+    at: datetime
+    pool: str
+    kind: str
+    preemptor: str
+    fails: bool
+    note: str
+    slots: int
+    started: datetime | None
     """When the victim's try started: the work it lost (no checkpoint is known) is since."""
-    try_number: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    try_number: int | None
     """The victim's try that was stopped: its external work is named after it."""
-    released_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
+    released_at: datetime | None
     """When the victim's external work was seen gone (``None``: not seen yet, or not
     watched)."""
 
 
-Index(
-    "quota_preemption_task",
-    PreemptionRow.run_id,
-    PreemptionRow.dag_id,
-    PreemptionRow.task_id,
-    PreemptionRow.map_index,
-)
+@dataclass(frozen=True)
+class WaitingRow(_TaskRecord):
+    """A share's first waiting task and its reason (the task fields name the task)."""
 
-
-class WaitingRow(_TaskColumns, _Base):
-    """A share's first waiting task and its reason (the task columns name the task)."""
-
-    __tablename__ = "quota_share_waiting"
-
-    share: Mapped[str] = mapped_column(String(128), primary_key=True)
-    code: Mapped[str] = mapped_column(String(64))
-    message: Mapped[str] = mapped_column(Text)
-    since: Mapped[datetime] = mapped_column(UtcDateTime())
+    share: str
+    code: str
+    message: str
+    since: datetime
     """When this task started to wait for this reason at the head of its share."""
-    waiting: Mapped[int] = mapped_column(Integer)
+    waiting: int
     """How many of the share's tasks wait (the head included)."""
 
 
-class CycleRow(_Base):
-    __tablename__ = "quota_cycle"
+@dataclass(frozen=True)
+class CycleRow:
+    """A cycle that started, preempted or refused a task (``quota_cycle``)."""
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    at: Mapped[datetime] = mapped_column(UtcDateTime())
-    started: Mapped[int] = mapped_column(Integer)
-    preempted: Mapped[int] = mapped_column(Integer)
-    refused: Mapped[int] = mapped_column(Integer)
-    waiting: Mapped[int] = mapped_column(Integer)
-    calls: Mapped[int] = mapped_column(Integer)
+    id: int
+    at: datetime
+    started: int
+    preempted: int
+    refused: int
+    waiting: int
+    calls: int
 
 
 class Store:
     """The manager's records in one database."""
 
     def __init__(self, url: str = DEFAULT_URL) -> None:
-        self.engine: Engine = create_engine(url)
-        _Base.metadata.create_all(self.engine)
+        self.engine: Engine = create_engine(url, future=True)
+        _METADATA.create_all(self.engine)
         _add_missing_columns(self.engine)
 
     def preemptions(self, keys: Iterable[TaskKey] | None = None) -> dict[TaskKey, int]:
@@ -153,37 +203,34 @@ class Store:
 
         For ``keys``, only the preemptions in their runs are read (an index serves it),
         not the whole history."""
-        columns = (
-            PreemptionRow.dag_id,
-            PreemptionRow.run_id,
-            PreemptionRow.task_id,
-            PreemptionRow.map_index,
-        )
+        table = _PREEMPTION.c
+        columns = (table.dag_id, table.run_id, table.task_id, table.map_index)
         wanted = None if keys is None else set(keys)
         query = select(*columns, func.count()).group_by(*columns)
         counts: dict[TaskKey, int] = {}
-        with Session(self.engine) as session:
+        with self.engine.connect() as connection:
             if wanted is None:
-                rows = list(session.execute(query))
+                rows = list(connection.execute(query))
             else:
                 runs = sorted({key.run_id for key in wanted})
                 rows = [
                     row
                     for chunk in range(0, len(runs), _IN_CHUNK)
-                    for row in session.execute(
-                        query.where(PreemptionRow.run_id.in_(runs[chunk : chunk + _IN_CHUNK]))
+                    for row in connection.execute(
+                        query.where(table.run_id.in_(runs[chunk : chunk + _IN_CHUNK]))
                     )
                 ]
-            for row in rows:
-                key = TaskKey(*row[:4])
-                if wanted is None or key in wanted:
-                    counts[key] = int(row[4])
+        for row in rows:
+            key = TaskKey(*row[:4])
+            if wanted is None or key in wanted:
+                counts[key] = int(row[4])
         return counts
 
     def record_preemption(self, stop: Stop, at: datetime) -> None:
-        with Session(self.engine) as session, session.begin():
-            session.add(
-                PreemptionRow(
+        started = None if stop.started is None else datetime.fromtimestamp(stop.started, UTC)
+        with self.engine.begin() as connection:
+            connection.execute(
+                insert(_PREEMPTION).values(
                     **_task(stop.key),
                     at=at,
                     pool=stop.pool,
@@ -192,9 +239,7 @@ class Store:
                     fails=stop.fails,
                     note=stop.note,
                     slots=stop.slots,
-                    started=None
-                    if stop.started is None
-                    else datetime.fromtimestamp(stop.started, UTC),
+                    started=started,
                     try_number=stop.try_number,
                 )
             )
@@ -202,58 +247,82 @@ class Store:
     def unreleased(self, since: datetime) -> list[PreemptionRow]:
         """Preemptions made after ``since`` whose victim's external work was not yet seen
         gone, oldest first."""
+        table = _PREEMPTION.c
         query = (
-            select(PreemptionRow)
-            .where(PreemptionRow.released_at.is_(None), PreemptionRow.at >= since)
-            .order_by(PreemptionRow.id)
+            select(_PREEMPTION)
+            .where(table.released_at.is_(None), table.at >= since)
+            .order_by(table.id)
         )
-        with Session(self.engine) as session:
-            return list(session.scalars(query))
+        return self._read(query, PreemptionRow)
 
     def release(self, ids: Iterable[int], at: datetime) -> None:
         """Note that the external work of these preemptions' victims is gone."""
         wanted = list(ids)
         if not wanted:
             return
-        with Session(self.engine) as session, session.begin():
-            session.execute(
-                update(PreemptionRow).where(PreemptionRow.id.in_(wanted)).values(released_at=at)
+        with self.engine.begin() as connection:
+            connection.execute(
+                update(_PREEMPTION).where(_PREEMPTION.c.id.in_(wanted)).values(released_at=at)
             )
+
+    def last_preemption(self, key: TaskKey) -> PreemptionRow | None:
+        """The task's latest preemption, if it has one."""
+        table = _PREEMPTION.c
+        query = (
+            select(_PREEMPTION)
+            .where(
+                table.run_id == key.run_id,
+                table.dag_id == key.dag_id,
+                table.task_id == key.task_id,
+                table.map_index == key.map_index,
+            )
+            .order_by(table.id.desc())
+            .limit(1)
+        )
+        found = self._read(query, PreemptionRow)
+        return found[0] if found else None
 
     def events(self, limit: int = 100) -> list[PreemptionRow]:
         """The latest preemptions, newest first."""
-        query = select(PreemptionRow).order_by(PreemptionRow.id.desc()).limit(limit)
-        with Session(self.engine) as session:
-            return list(session.scalars(query))
+        query = select(_PREEMPTION).order_by(_PREEMPTION.c.id.desc()).limit(limit)
+        return self._read(query, PreemptionRow)
 
     def record_cycle(self, plan: PoolPlan, calls: int, at: datetime) -> None:
         """Keep what the cycle did, if anything, and what each share waits for where that
         changed (a head that waits as before keeps its ``since``)."""
         heads = {head.wait.share: head for head in plan.waiting.heads()}
-        with Session(self.engine) as session, session.begin():
-            for row in session.scalars(select(WaitingRow)):
+        table = _WAITING.c
+        with self.engine.begin() as connection:
+            for row in _records(connection.execute(select(_WAITING)), WaitingRow):
                 head = heads.get(row.share)
                 if head is None or (row.key, row.code) != (head.key, head.wait.code.value):
-                    session.delete(row)
+                    connection.execute(delete(_WAITING).where(table.share == row.share))
                     continue
                 del heads[row.share]
                 if (row.message, row.waiting) != (head.wait.message, head.waiting):
-                    row.message, row.waiting = head.wait.message, head.waiting
-            session.flush()
-            session.add_all(
-                WaitingRow(
-                    **_task(head.key),
-                    share=share,
-                    code=head.wait.code.value,
-                    message=head.wait.message,
-                    since=at,
-                    waiting=head.waiting,
+                    connection.execute(
+                        update(_WAITING)
+                        .where(table.share == row.share)
+                        .values(message=head.wait.message, waiting=head.waiting)
+                    )
+            if heads:
+                connection.execute(
+                    insert(_WAITING),
+                    [
+                        {
+                            **_task(head.key),
+                            "share": share,
+                            "code": head.wait.code.value,
+                            "message": head.wait.message,
+                            "since": at,
+                            "waiting": head.waiting,
+                        }
+                        for share, head in heads.items()
+                    ],
                 )
-                for share, head in heads.items()
-            )
             if plan.start or plan.stop or plan.refuse:
-                session.add(
-                    CycleRow(
+                connection.execute(
+                    insert(_CYCLE).values(
                         at=at,
                         started=len(plan.start),
                         preempted=len(plan.stop),
@@ -265,20 +334,29 @@ class Store:
 
     def waiting(self) -> list[WaitingRow]:
         """What each share waits for, by share."""
-        with Session(self.engine) as session:
-            return list(session.scalars(select(WaitingRow).order_by(WaitingRow.share)))
+        return self._read(select(_WAITING).order_by(_WAITING.c.share), WaitingRow)
 
     def cycles(self, limit: int = 100) -> list[CycleRow]:
-        query = select(CycleRow).order_by(CycleRow.id.desc()).limit(limit)
-        with Session(self.engine) as session:
-            return list(session.scalars(query))
+        query = select(_CYCLE).order_by(_CYCLE.c.id.desc()).limit(limit)
+        return self._read(query, CycleRow)
+
+    def _read(self, query: Select[Any], kind: type[_Record]) -> list[_Record]:
+        with self.engine.connect() as connection:
+            return _records(connection.execute(query), kind)
+
+
+_Record = TypeVar("_Record", PreemptionRow, WaitingRow, CycleRow)
+
+
+def _records(rows: Iterable[Row[Any]], kind: type[_Record]) -> list[_Record]:
+    return [kind(**row._asdict()) for row in rows]
 
 
 def _add_missing_columns(engine: Engine) -> None:
     """Add the nullable columns a table of an earlier version lacks (``create_all`` makes
     missing tables only), so an existing database keeps its records."""
     inspector = inspect(engine)
-    for table in _Base.metadata.sorted_tables:
+    for table in _METADATA.sorted_tables:
         have = {column["name"] for column in inspector.get_columns(table.name)}
         for column in table.columns:
             if column.name in have:

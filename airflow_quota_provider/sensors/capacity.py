@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.providers.amazon.aws.sensors.base_aws import AwsBaseSensor
 from airflow.providers.amazon.aws.utils.mixins import aws_template_fields
-from airflow.sdk import conf
+from airflow.providers.common.compat.sdk import conf
 
 from airflow_quota_provider.headroom import HeadroomSource, backend_of, headroom_source
 from airflow_quota_provider.hooks.batch import BatchQuotaHook
@@ -19,7 +19,7 @@ from airflow_quota_provider.refusals import failing_at_once
 from airflow_quota_provider.triggers.capacity import QuotaCapacityTrigger, shortfall
 
 if TYPE_CHECKING:
-    from airflow.sdk import Context
+    from airflow.providers.common.compat.sdk import Context
 
     from airflow_quota_provider.triggers.events import CapacityEvent
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from airflow_quota_provider.triggers.events import Outcome, ServiceJobEvent
@@ -184,7 +184,7 @@ def timed_out(job: Mapping[str, Any], max_wait_seconds: float) -> ServiceJobEven
 def when(millis: Any) -> str:
     if not millis:
         return "an unknown time"
-    return datetime.fromtimestamp(int(millis) / 1000, tz=timezone.utc).isoformat()
+    return datetime.fromtimestamp(int(millis) / 1000, tz=UTC).isoformat()
 
 
 def escalation_due(

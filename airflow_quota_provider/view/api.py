@@ -1,8 +1,11 @@
 """The GPU Quotas app: a small page and the JSON API it reads, under ``/quota``.
 
-Every route, the page and the OpenAPI schema included, depends on
-``authenticate`` (the API server's own: a bearer JWT or the UI's session
-cookie), so an anonymous request gets 401. Airflow mounts plugin apps with
+Every route that answers with data, the OpenAPI schema included, depends on
+``authenticate`` (the API server's own: a bearer JWT or, from Airflow 3.1 on,
+the UI's session cookie), so an anonymous request gets 401. The page and its
+static files hold no data and need no login: Airflow 3.0's UI keeps its session
+in the browser's storage, not in a cookie a page request carries, so the page's
+script sends it with every API call instead. Airflow mounts plugin apps with
 ``app.mount()``, which passes none of the core API's dependencies on.
 """
 
@@ -58,10 +61,11 @@ def create_app(
     authenticate: Callable[..., Any],
     sample_every: float = 0,
 ) -> FastAPI:
-    """The app; ``authenticate`` is a dependency of every route. ``backend`` is called on
-    first use and its result kept in ``app.state.backend`` (set it to ``None`` to make
-    a new one). With ``sample_every`` > 0, while the app runs every queue is read that
-    often (which sets the metrics' gauges) whether or not anyone looks."""
+    """The app; ``authenticate`` is a dependency of every route but the page's files.
+    ``backend`` is called on first use and its result kept in ``app.state.backend`` (set
+    it to ``None`` to make a new one). With ``sample_every`` > 0, while the app runs
+    every queue is read that often (which sets the metrics' gauges) whether or not
+    anyone looks."""
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -95,14 +99,17 @@ def create_app(
         found: QuotaBackend = app.state.backend
         return found
 
+    pages = APIRouter()
+    _pages(pages)
     router = APIRouter(dependencies=[Depends(authenticate)])
-    _pages(router, app)
+    _schema(router, app)
     _api(router, data)
+    app.include_router(pages)
     app.include_router(router)
     return app
 
 
-def _pages(router: APIRouter, app: FastAPI) -> None:
+def _pages(router: APIRouter) -> None:
     @router.get("/", response_class=HTMLResponse, include_in_schema=False)
     def page() -> HTMLResponse:
         return HTMLResponse(_asset("index.html"))
@@ -113,6 +120,8 @@ def _pages(router: APIRouter, app: FastAPI) -> None:
             raise HTTPException(404, f"no static file {name!r}; there are {', '.join(STATIC)}")
         return Response(_asset(name), media_type=STATIC[name])
 
+
+def _schema(router: APIRouter, app: FastAPI) -> None:
     @router.get("/openapi.json", include_in_schema=False)
     def openapi() -> dict[str, Any]:
         return app.openapi()

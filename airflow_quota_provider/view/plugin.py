@@ -16,41 +16,26 @@ database ``view_pool_manager_database`` (its ``--database``).
 Who may see it: a logged-in Airflow user whom the auth manager allows ``GET`` on
 the custom view ``GPU Quotas`` (:data:`RESOURCE_NAME`); with FAB that is the
 permission "can read on GPU Quotas", with SimpleAuthManager every role has it.
+
+Airflow 3.0 serves the app but has no plugin entries in its navigation (open
+``/quota/``); Airflow 2 has no FastAPI API server: there the plugin registers
+nothing, so installing the provider adds no plugin import error.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from airflow.api_fastapi.app import get_auth_manager
-from airflow.api_fastapi.core_api.security import GetUserDep
 from airflow.plugins_manager import AirflowPlugin
-from airflow.sdk import conf
-from fastapi import HTTPException
+from airflow.providers.common.compat.sdk import conf
 
 from airflow_quota_provider.hooks.batch import BatchQuotaHook
-from airflow_quota_provider.view.api import create_app
+from airflow_quota_provider.versions import airflow_at_least
+from airflow_quota_provider.view import RESOURCE_NAME
 from airflow_quota_provider.view.backend import DEFAULT_TTL, BatchBackend, QuotaBackend
 
 URL_PREFIX = "/quota"
 SECTION = "quota_provider"
-RESOURCE_NAME = "GPU Quotas"
-"""The custom view of Airflow's auth manager that guards the page and its API."""
-
-
-def may_read_quotas(user: GetUserDep) -> Any:
-    """The logged-in user (401 without one), if the auth manager lets them read the view."""
-    allowed = get_auth_manager().is_authorized_custom_view(
-        method="GET", resource_name=RESOURCE_NAME, user=user
-    )
-    if not allowed:
-        raise HTTPException(
-            403,
-            f"user {user.get_name()!r} may not read {RESOURCE_NAME}: it needs GET on the "
-            f"custom view {RESOURCE_NAME!r} of Airflow's auth manager (with FAB, the "
-            f"permission 'can read on {RESOURCE_NAME}')",
-        )
-    return user
 
 
 def backend_from_config() -> QuotaBackend:
@@ -81,22 +66,26 @@ def _pools_backend(path: str) -> QuotaBackend:
     return PoolsBackend(fleet, AirflowGateway(url, credentials), Store(database), ttl=ttl)
 
 
+def _apps() -> list[dict[str, Any]]:
+    if not airflow_at_least("3.0"):
+        return []
+    from airflow_quota_provider.view.access import may_read_quotas
+    from airflow_quota_provider.view.api import create_app
+
+    app = create_app(
+        backend_from_config,
+        may_read_quotas,
+        sample_every=conf.getfloat(SECTION, "view_sample_seconds", fallback=60.0),
+    )
+    return [{"app": app, "url_prefix": URL_PREFIX, "name": RESOURCE_NAME}]
+
+
 class QuotaViewPlugin(AirflowPlugin):
     """GPU Quotas: who owns, uses, borrows and lends how much, what waits and why."""
 
     name = "gpu_quotas"
-    fastapi_apps = [  # noqa: RUF012 - AirflowPlugin declares these as plain lists
-        {
-            "app": create_app(
-                backend_from_config,
-                may_read_quotas,
-                sample_every=conf.getfloat(SECTION, "view_sample_seconds", fallback=60.0),
-            ),
-            "url_prefix": URL_PREFIX,
-            "name": RESOURCE_NAME,
-        }
-    ]
-    external_views = [  # noqa: RUF012
+    fastapi_apps = _apps()
+    external_views = [  # noqa: RUF012 - AirflowPlugin declares these as plain lists
         {
             "name": "GPU Quotas",
             "href": "quota/",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from airflow_quota_provider.view.explain import instances
 from airflow_quota_provider.view.jobs import PREEMPTING
@@ -169,7 +169,7 @@ def _visible(text: str) -> int:
 
 
 def when(millis: int) -> str:
-    moment = datetime.fromtimestamp(millis / 1000, tz=timezone.utc)
+    moment = datetime.fromtimestamp(millis / 1000, tz=UTC)
     return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
 
 

@@ -10,15 +10,25 @@ import os
 import tempfile
 
 # Airflow reads its configuration when first imported: point it at a fresh
-# home with SQLite before anything here imports it.
-_HOME = tempfile.mkdtemp(prefix="airflow-home-")
-os.environ.setdefault("AIRFLOW_HOME", _HOME)
-os.environ.setdefault(
-    "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN",
-    f"sqlite:///{os.path.join(os.environ['AIRFLOW_HOME'], 'airflow.db')}",
+# home with SQLite before anything here imports it. Each test process has its
+# own: pytest-xdist's workers inherit the environment of the process that loaded
+# this file first (when tests/airflow is named on the command line), and two
+# processes must not migrate one SQLite file at once.
+_OURS = "QUOTA_TESTS_AIRFLOW_HOME"
+_inherited = os.environ.get(_OURS) is not None and os.environ.get(_OURS) == os.environ.get(
+    "AIRFLOW_HOME"
 )
+if "AIRFLOW_HOME" not in os.environ or (_inherited and "PYTEST_XDIST_WORKER" in os.environ):
+    _HOME = tempfile.mkdtemp(prefix="airflow-home-")
+    os.environ.update(
+        {
+            "AIRFLOW_HOME": _HOME,
+            _OURS: _HOME,
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{os.path.join(_HOME, 'airflow.db')}",
+            "AIRFLOW__CORE__DAGS_FOLDER": os.path.join(_HOME, "dags"),
+        }
+    )
 os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
-os.environ.setdefault("AIRFLOW__CORE__DAGS_FOLDER", os.path.join(_HOME, "dags"))
 
 import asyncio  # noqa: E402
 import importlib.util  # noqa: E402
@@ -119,6 +129,24 @@ def once(condition: Callable[[], bool], action: Callable[[], None]) -> threading
     thread = threading.Thread(target=watch, daemon=True)
     thread.start()
     return thread
+
+
+TaskLog = Callable[[], str]
+"""What the run logged since the last call (see :func:`task_log`)."""
+
+
+@pytest.fixture
+def task_log(capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture) -> TaskLog:
+    """What a ``dag.test()`` run logged since the last call: a task's log lines reach
+    stdout on Airflow 3.3 and 2.11, Python's logging on 3.0."""
+
+    def read() -> str:
+        captured = capsys.readouterr()
+        text = captured.out + captured.err + caplog.text
+        caplog.clear()
+        return text
+
+    return read
 
 
 def run_dag_file(dag_id: str, source: str, **test: Any) -> Any:

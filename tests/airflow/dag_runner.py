@@ -20,16 +20,33 @@ from pathlib import Path
 from typing import Any
 
 
+def dag_bag(folder: Path) -> Any:
+    """The DAGs of ``folder`` as the installed Airflow's DAG processor parses them
+    (``BundleDagBag`` from 3.2 on, ``DagBag`` before)."""
+    try:
+        from airflow.dag_processing.dagbag import BundleDagBag
+    except ImportError:
+        from airflow.models.dagbag import DagBag
+
+        if str(folder) not in sys.path:  # as Airflow's processes have the dags folder
+            sys.path.append(str(folder))
+        return DagBag(dag_folder=str(folder), include_examples=False)
+    return BundleDagBag(dag_folder=folder, bundle_path=folder)
+
+
 def run(dag_id: str, go: Path | None) -> dict[str, Any]:
     from airflow.configuration import conf
-    from airflow.dag_processing.dagbag import BundleDagBag
-    from airflow.sdk.execution_time.supervisor import in_process_api_server
 
     folder = Path(conf.get("core", "dags_folder"))
-    bag = BundleDagBag(dag_folder=folder, bundle_path=folder)  # what the dag-processor parses
+    bag = dag_bag(folder)
     if bag.import_errors:
         raise SystemExit(f"the dags folder has import errors: {bag.import_errors}")
-    in_process_api_server().transport  # noqa: B018 - builds the cached app now
+    try:
+        from airflow.sdk.execution_time.supervisor import in_process_api_server
+    except ImportError:
+        pass  # Airflow 2 runs a task in the test's own process
+    else:
+        in_process_api_server().transport  # noqa: B018 - builds the cached app now
     while go is not None and not go.exists():
         time.sleep(0.05)
     dag_run = bag.dags[dag_id].test()

@@ -37,6 +37,7 @@ from airflow_quota_provider.demo.story import (
     SWEEP,
     VISION,
 )
+from tests.airflow.dag_runner import dag_bag
 from tests.emulator.conftest import Endpoint, list_all_jobs, serve
 
 pytestmark = pytest.mark.slow
@@ -48,15 +49,13 @@ STEP_SECONDS = 60.0
 
 
 def test_example_dags_import_cleanly(monkeypatch: pytest.MonkeyPatch) -> None:
-    from airflow.dag_processing.dagbag import BundleDagBag
-
     monkeypatch.setattr(sys, "path", list(sys.path))  # the bag adds the bundle's root for good
 
     from airflow_quota_provider.operators.pool_training import PoolTrainingOperator
     from airflow_quota_provider.operators.training import QuotaTrainingOperator
     from airflow_quota_provider.pool_manager.fleet import Fleet
 
-    bag = BundleDagBag(dag_folder=DAGS, bundle_path=DAGS)
+    bag = dag_bag(DAGS)
     assert bag.import_errors == {}
     assert sorted(bag.dag_ids) == [
         "nlp_finetune",
@@ -123,6 +122,9 @@ class DagProcess:
             "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home / 'airflow.db'}",
             "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS),
             "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+            # four processes parse the DAGs at once: on a busy 2-core machine the first
+            # import (Airflow's own modules) can take longer than the default 30 s
+            "AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT": "300",
             "AIRFLOW__QUOTA_PROVIDER__POLL_INTERVAL": "0.2",
             "AIRFLOW_CONN_AWS_DEFAULT": (
                 f"aws://testing:testing@/?region_name=us-east-1&endpoint_url={endpoint}"

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.airflow.conftest import run_dag_file
+from tests.airflow.conftest import TaskLog, run_dag_file
 from tests.emulator.conftest import G5, P4D, QUEUE, Endpoint, training_payload
 
 pytestmark = pytest.mark.usefixtures("airflow_db")
@@ -16,7 +16,7 @@ DAG_FILE = """
 import datetime
 import json
 
-from airflow.sdk import DAG
+from airflow.providers.common.compat.sdk import DAG
 
 from airflow_quota_provider.operators.training import QuotaTrainingOperator
 
@@ -71,10 +71,10 @@ def jobs_of(endpoint: Endpoint) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize("deferrable", [True, False], ids=["deferred", "in the worker"])
 def test_a_successful_job_returns_its_summary(
-    running_endpoint: Endpoint, deferrable: bool, capsys: pytest.CaptureFixture[str]
+    running_endpoint: Endpoint, deferrable: bool, task_log: TaskLog
 ) -> None:
     state, result = run_task(f"ok_{deferrable}", deferrable=deferrable)
-    assert state == "success", capsys.readouterr().out[-3000:]
+    assert state == "success", task_log()[-3000:]
     (job,) = jobs_of(running_endpoint)
     assert result["job_id"] == job["jobId"]
     assert result["job_arn"] == job["jobArn"]
@@ -92,12 +92,12 @@ def test_a_successful_job_returns_its_summary(
 
 @pytest.mark.parametrize("deferrable", [True, False], ids=["deferred", "in the worker"])
 def test_a_failed_job_raises_service_job_failed_with_both_reasons(
-    running_endpoint: Endpoint, deferrable: bool, capsys: pytest.CaptureFixture[str]
+    running_endpoint: Endpoint, deferrable: bool, task_log: TaskLog
 ) -> None:
     tags = {"emulator:duration-seconds": "600", "emulator:fail-after-seconds": "5"}
     state, _ = run_task(f"failing_{deferrable}", deferrable=deferrable, tags=tags)
     assert state == "failed"
-    log = capsys.readouterr().out
+    log = task_log()
     assert "ServiceJobFailed" in log
     assert "FAILED: Received status from SageMaker" in log
     assert "SageMaker FailureReason: " in log
@@ -124,14 +124,14 @@ BAD_CONFIG = {**training_payload(1), "ResourceConfg": {}}
 )
 def test_invalid_requests_fail_before_anything_is_submitted_without_retries(
     endpoint: Endpoint,
-    capsys: pytest.CaptureFixture[str],
+    task_log: TaskLog,
     options: dict[str, Any],
     error: str,
     words: str,
 ) -> None:
     # No retry could make these succeed: the task fails at its first try, retries unused.
     ti = run_task_instance("invalid", retries=3, **options)
-    log = capsys.readouterr().out
+    log = task_log()
     assert (ti.state, ti.try_number, ti.max_tries) == ("failed", 1, 3), log[-3000:]
     assert f"RequestRefused: {error}: " in log
     assert words in log
@@ -139,9 +139,7 @@ def test_invalid_requests_fail_before_anything_is_submitted_without_retries(
     assert jobs_of(endpoint) == []
 
 
-def test_a_disabled_share_fails_before_submitting(
-    endpoint: Endpoint, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_disabled_share_fails_before_submitting(endpoint: Endpoint, task_log: TaskLog) -> None:
     (share,) = [
         s
         for s in endpoint.batch.list_quota_shares(jobQueue=QUEUE)["quotaShares"]
@@ -151,14 +149,14 @@ def test_a_disabled_share_fails_before_submitting(
     # The share may be enabled again, so the task is retried as for any other error.
     ti = run_task_instance("disabled", retries=1)
     assert (ti.state, ti.try_number) == ("failed", 2)
-    log = capsys.readouterr().out
+    log = task_log()
     assert "ShareUnavailable" in log and "RequestRefused" not in log
     assert "share nlp is DISABLED and accepts no new jobs" in log
     assert jobs_of(endpoint) == []
 
 
 def test_a_retried_task_reattaches_to_its_job(
-    running_endpoint: Endpoint, capsys: pytest.CaptureFixture[str]
+    running_endpoint: Endpoint, task_log: TaskLog
 ) -> None:
     # A try stops waiting (timeout) while the job runs; each retry submits
     # the same request with the same clientToken and follows the same job,
@@ -170,7 +168,7 @@ def test_a_retried_task_reattaches_to_its_job(
         max_wait_seconds=0.2,
         tags={"emulator:duration-seconds": "30"},
     )
-    log = capsys.readouterr().out
+    log = task_log()
     (job,) = jobs_of(running_endpoint)
     assert state == "success"
     assert result["job_id"] == job["jobId"]

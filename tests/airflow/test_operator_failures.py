@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from tests.airflow.conftest import reclaim_once_running
+from tests.airflow.conftest import TaskLog, reclaim_once_running
 from tests.airflow.test_operator import run_task
 from tests.emulator.conftest import Endpoint, training_payload
 
@@ -28,13 +28,13 @@ def borrower(dag_id: str, **options: object) -> tuple[str, object]:
 
 @MODES
 def test_a_job_preempted_past_its_retries_raises_preemption_retries_exhausted(
-    running_endpoint: Endpoint, deferrable: bool, capsys: pytest.CaptureFixture[str]
+    running_endpoint: Endpoint, deferrable: bool, task_log: TaskLog
 ) -> None:
     reclaimer = reclaim_once_running(running_endpoint, f"exhausted_{deferrable}-train")
     state, _ = borrower(f"exhausted_{deferrable}", deferrable=deferrable, preemption_retries=0)
     reclaimer.join()
     assert state == "failed"
-    log = capsys.readouterr().out
+    log = task_log()
     assert "PreemptionRetriesExhausted" in log
     assert re.search(
         r"service job \S+ FAILED: PREEMPTION_RETRIES_EXHAUSTED: .+; SageMaker FailureReason: ", log
@@ -44,24 +44,24 @@ def test_a_job_preempted_past_its_retries_raises_preemption_retries_exhausted(
 
 @MODES
 def test_stop_on_preemption_raises_service_job_preempted(
-    running_endpoint: Endpoint, deferrable: bool, capsys: pytest.CaptureFixture[str]
+    running_endpoint: Endpoint, deferrable: bool, task_log: TaskLog
 ) -> None:
     reclaimer = reclaim_once_running(running_endpoint, f"stopped_{deferrable}-train")
     state, _ = borrower(f"stopped_{deferrable}", deferrable=deferrable, stop_on_preemption=True)
     reclaimer.join()
     assert state == "failed"
-    log = capsys.readouterr().out
+    log = task_log()
     assert "ServiceJobPreempted" in log
     assert re.search(r"service job \S+ was preempted: ", log), log[-3000:]
 
 
 @MODES
 def test_the_wait_limit_raises_service_job_timeout(
-    endpoint: Endpoint, deferrable: bool, capsys: pytest.CaptureFixture[str]
+    endpoint: Endpoint, deferrable: bool, task_log: TaskLog
 ) -> None:
     state, _ = run_task(f"limited_{deferrable}", deferrable=deferrable, max_wait_seconds=0.3)
     assert state == "failed"
-    log = capsys.readouterr().out
+    log = task_log()
     assert "ServiceJobTimeout" in log
     # UNKNOWN if the limit ran out before the first poll was answered (a busy machine)
     assert re.search(
@@ -70,11 +70,11 @@ def test_the_wait_limit_raises_service_job_timeout(
 
 
 def test_an_instance_type_the_queue_lacks_raises_cannot_fit(
-    endpoint: Endpoint, capsys: pytest.CaptureFixture[str]
+    endpoint: Endpoint, task_log: TaskLog
 ) -> None:
     state, _ = run_task("trn", training_config=training_payload(1, "ml.trn1.32xlarge"))
     assert state == "failed"
-    log = capsys.readouterr().out
+    log = task_log()
     assert "CannotFit" in log
     assert (
         "job queue ml-training has no ml.trn1.32xlarge; it has ml.g5.12xlarge, "

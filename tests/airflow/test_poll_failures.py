@@ -11,7 +11,7 @@ import pytest
 
 from airflow_quota_provider.emulator.faults import FaultOptions, Faults
 from airflow_quota_provider.triggers.service_job import ServiceJobTrigger
-from tests.airflow.conftest import once
+from tests.airflow.conftest import TaskLog, once
 from tests.airflow.test_operator import run_task
 from tests.emulator.conftest import TWO_SHARES, Endpoint, serve
 
@@ -38,7 +38,7 @@ def failing_endpoint(aws_env: None, monkeypatch: pytest.MonkeyPatch) -> Iterator
 
 
 def test_a_job_that_cannot_be_described_gives_up_after_max_poll_failures(
-    endpoint: Endpoint, capsys: pytest.CaptureFixture[str]
+    endpoint: Endpoint, task_log: TaskLog
 ) -> None:
     event = follow("no-such-job", max_poll_failures=3)
     assert event["status"] == "error"
@@ -50,7 +50,7 @@ def test_a_job_that_cannot_be_described_gives_up_after_max_poll_failures(
         "and a retry of the task reattaches to it; last error: DescribeServiceJob "
         "no-such-job failed: "
     )
-    assert capsys.readouterr().out.count("DescribeServiceJob no-such-job failed") == 3
+    assert task_log().count("DescribeServiceJob no-such-job failed") == 3
 
 
 def test_failing_polling_rounds_give_up_after_max_poll_failures(
@@ -79,13 +79,11 @@ def fail_requests_once_polling_starts(endpoint: Endpoint) -> threading.Thread:
 
 
 @pytest.mark.usefixtures("airflow_db")
-def test_a_deferred_task_fails_with_polling_failed(
-    endpoint: Endpoint, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_deferred_task_fails_with_polling_failed(endpoint: Endpoint, task_log: TaskLog) -> None:
     watcher = fail_requests_once_polling_starts(endpoint)
     state, _ = run_task("unreachable", deferrable=True, max_poll_failures=3, poll_interval=0.05)
     watcher.join()
     assert state == "failed"
-    log = capsys.readouterr().out
+    log = task_log()
     assert "PollingFailed" in log
     assert "its status could not be read 3 polls in a row (max_poll_failures)" in log

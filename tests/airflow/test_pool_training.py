@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from airflow_quota_provider.hooks.submission import TaskIdentity
-from tests.airflow.conftest import run_dag_file
+from tests.airflow.conftest import TaskLog, run_dag_file
 from tests.emulator.conftest import P4D, Endpoint, training_payload
 
 pytestmark = pytest.mark.usefixtures("airflow_db")
@@ -109,7 +109,7 @@ def test_a_try_creates_its_own_job_and_returns_the_summary(
 
 
 def test_a_try_whose_job_exists_reattaches_instead_of_creating_another(
-    running_endpoint: Endpoint, capsys: pytest.CaptureFixture[str]
+    running_endpoint: Endpoint, task_log: TaskLog
 ) -> None:
     dag_id = "pool_reattach"
     name = identity_of(dag_id).training_job_name(1)
@@ -117,11 +117,11 @@ def test_a_try_whose_job_exists_reattaches_instead_of_creating_another(
     ti = run_task(dag_id)
     assert ti.state == "success"
     assert [job["TrainingJobName"] for job in jobs(running_endpoint)] == [name]
-    assert f"try 1 reattaches to its training job {name}" in capsys.readouterr().out
+    assert f"try 1 reattaches to its training job {name}" in task_log()
 
 
 def test_a_retry_stops_the_earlier_tries_job_and_resumes_from_its_checkpoint(
-    running_endpoint: Endpoint, capsys: pytest.CaptureFixture[str]
+    running_endpoint: Endpoint, task_log: TaskLog
 ) -> None:
     dag_id = "pool_retry"
     request = config(seconds=400, CheckpointConfig=CHECKPOINTS)
@@ -134,7 +134,7 @@ def test_a_retry_stops_the_earlier_tries_job_and_resumes_from_its_checkpoint(
         stop_wait_seconds=30,
         training_config=request,
     )
-    out = capsys.readouterr().out
+    out = task_log()
     assert ti.state == "success", out[-3000:]
     identity = identity_of(dag_id)
     first, second = (identity.training_job_name(n) for n in (1, 2))
@@ -173,14 +173,14 @@ def test_a_retry_stops_the_earlier_tries_job_and_resumes_from_its_checkpoint(
 )
 def test_a_request_that_could_never_run_fails_at_once_creating_nothing(
     running_endpoint: Endpoint,
-    capsys: pytest.CaptureFixture[str],
+    task_log: TaskLog,
     options: dict[str, Any],
     words: str,
 ) -> None:
     ti = run_task(f"pool_refused_{len(words)}", retries=3, **options)
     assert ti.state == "failed"
     assert ti.try_number == 1, "no retry can help"
-    assert words in capsys.readouterr().out
+    assert words in task_log()
     assert jobs(running_endpoint) == []
 
 
@@ -190,19 +190,19 @@ def test_slots_per_instance_are_allowed(running_endpoint: Endpoint) -> None:
 
 
 def test_a_failed_job_fails_the_try_with_sagemakers_reason(
-    running_endpoint: Endpoint, capsys: pytest.CaptureFixture[str]
+    running_endpoint: Endpoint, task_log: TaskLog
 ) -> None:
     request = config(seconds=600)
     request["Tags"].append({"Key": "emulator:fail-after-seconds", "Value": "30"})
     ti = run_task("pool_failed", training_config=request)
     assert ti.state == "failed"
-    out = capsys.readouterr().out
+    out = task_log()
     assert "TrainingJobFailed" in out
     assert "ended Failed: AlgorithmError: emulated failure after 30 seconds" in out
 
 
 def test_an_account_limit_fails_the_try_for_a_retry(
-    aws_env: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    aws_env: None, monkeypatch: pytest.MonkeyPatch, task_log: TaskLog
 ) -> None:
     from tests.emulator.conftest import serve
 
@@ -210,5 +210,5 @@ def test_an_account_limit_fails_the_try_for_a_retry(
         monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint.url)
         ti = run_task("pool_limit", training_config=config(instances=2))
         assert ti.state == "failed"
-        assert "ResourceLimitExceeded" in capsys.readouterr().out
+        assert "ResourceLimitExceeded" in task_log()
         assert jobs(endpoint) == []

@@ -19,7 +19,7 @@ from airflow_quota_provider.emulator.faults import FaultOptions
 from airflow_quota_provider.hooks.batch import BatchQuotaHook
 from airflow_quota_provider.hooks.submission import TaskIdentity, build_request
 from airflow_quota_provider.triggers.service_job import ServiceJobTrigger
-from tests.airflow.conftest import drive, reclaim_once_running
+from tests.airflow.conftest import TaskLog, drive, reclaim_once_running
 from tests.airflow.test_operator import run_task
 from tests.emulator.conftest import (
     QUEUE,
@@ -83,7 +83,7 @@ def throttled_submits(endpoint: Endpoint) -> int:
 
 @pytest.mark.usefixtures("airflow_db")
 def test_tasks_end_right_and_submit_once_under_throttling(
-    throttled: Endpoint, capsys: pytest.CaptureFixture[str]
+    throttled: Endpoint, task_log: TaskLog
 ) -> None:
     # No botocore retries for this task: each throttle fails a try, Airflow retries it.
     state, result = run_task(
@@ -92,7 +92,7 @@ def test_tasks_end_right_and_submit_once_under_throttling(
         retries=30,
         botocore_config={"retries": {"total_max_attempts": 1}},
     )
-    log = capsys.readouterr().out
+    log = task_log()
     assert state == "success", log[-3000:]
     assert throttled_submits(throttled) >= 1
     assert log.count(f"submitted service job {result['job_id']} ") >= 2
@@ -118,7 +118,7 @@ def test_tasks_end_right_and_submit_once_under_throttling(
         tags={"emulator:duration-seconds": "300"},  # time for a throttled reclaimer
     )
     reclaimer.join()
-    log = capsys.readouterr().out
+    log = task_log()
 
     assert {task: state for task, (state, _) in outcomes.items()} == {
         "steady": "success",

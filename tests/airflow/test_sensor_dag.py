@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.airflow.conftest import once, run_dag_file
+from tests.airflow.conftest import TaskLog, once, run_dag_file
 from tests.emulator.conftest import P4D, QUEUE, Endpoint, status, submit, training_payload
 
 pytestmark = pytest.mark.usefixtures("airflow_db")
@@ -16,7 +16,7 @@ DAG_FILE = """
 import datetime
 import json
 
-from airflow.sdk import DAG
+from airflow.providers.common.compat.sdk import DAG
 
 from airflow_quota_provider.operators.training import QuotaTrainingOperator
 from airflow_quota_provider.sensors.capacity import QuotaCapacitySensor
@@ -63,14 +63,14 @@ def free_capacity_after_checks(endpoint: Endpoint, checks: int) -> Any:
 
 @pytest.mark.parametrize("deferrable", [True, False], ids=["deferred", "poking"])
 def test_the_sensor_waits_until_the_share_could_start_the_capacity(
-    endpoint: Endpoint, deferrable: bool, capsys: pytest.CaptureFixture[str]
+    endpoint: Endpoint, deferrable: bool, task_log: TaskLog
 ) -> None:
     blocker = submit(endpoint.batch, "vision", 3, duration=60, name="blocker")
     endpoint.advance(10)  # vision runs 3 p4d, one of them nlp's: nlp could start 1 now
     mover = free_capacity_after_checks(endpoint, 4)
     tasks = run_dag(f"capacity_{deferrable}", deferrable=deferrable)
     mover.join()
-    log = capsys.readouterr().out
+    log = task_log()
     assert tasks["wait"][0] == "success", log[-3000:]
     assert status(endpoint.batch, blocker) == "SUCCEEDED"
     assert f"'{P4D}': 1}} now; {{'{P4D}': 1}} more needed" in log  # before the blocker ended
@@ -108,13 +108,13 @@ def test_the_sensor_waits_until_the_share_could_start_the_capacity(
 )
 def test_a_capacity_that_could_never_be_met_fails_at_once_without_retries(
     endpoint: Endpoint,
-    capsys: pytest.CaptureFixture[str],
+    task_log: TaskLog,
     sensor: dict[str, Any],
     error: str,
     words: str,
 ) -> None:
     tasks = run_dag_instances("never", deferrable=True, retries=2, retry_delay=0, **sensor)
-    log = capsys.readouterr().out
+    log = task_log()
     wait = tasks["wait"]
     assert (wait.state, wait.try_number, wait.max_tries) == ("failed", 1, 2), log[-3000:]
     assert tasks["train"].state != "success"
@@ -125,13 +125,13 @@ def test_a_capacity_that_could_never_be_met_fails_at_once_without_retries(
 
 
 def test_a_poking_sensor_times_out_while_the_capacity_stays_taken(
-    endpoint: Endpoint, capsys: pytest.CaptureFixture[str]
+    endpoint: Endpoint, task_log: TaskLog
 ) -> None:
     # Poking: dag.test() runs a deferred trigger in line without its deferral timeout.
     submit(endpoint.batch, "vision", 4, duration=600, name="blocker")
     endpoint.advance(10)
     tasks = run_dag("timeout", deferrable=False, timeout=1)
     assert tasks["wait"][0] == "failed"
-    log = capsys.readouterr().out
+    log = task_log()
     assert "AirflowSensorTimeout" in log
     assert f"'{P4D}': 0}} now; {{'{P4D}': 2}} more needed" in log

@@ -53,6 +53,17 @@ def test_preemptions_are_counted_per_task_and_listed_newest_first(store: Store) 
     assert events[0].at == AT
 
 
+def test_a_tasks_last_preemption_is_found_by_its_key(store: Store) -> None:
+    assert store.last_preemption(VICTIM) is None
+    store.record_preemption(stop(VICTIM), AT)
+    store.record_preemption(replace(stop(VICTIM), note="the second"), AT + timedelta(seconds=5))
+    store.record_preemption(stop(URGENT), AT)
+    last = store.last_preemption(VICTIM)
+    assert last is not None
+    assert (last.key, last.note, last.at) == (VICTIM, "the second", AT + timedelta(seconds=5))
+    assert store.last_preemption(TaskKey("d", "r1", "low", 0)) is None  # another map index
+
+
 def test_each_share_keeps_what_it_waits_for_and_since_when_writing_only_changes(
     store: Store,
 ) -> None:

@@ -42,11 +42,22 @@ function el(tag, attrs, ...children) {
   return node;
 }
 
+// Airflow 3.1 and later send the UI's session as the _token cookie; Airflow 3.0's UI
+// keeps it in localStorage ("token") and its API reads only the Authorization header.
+function storedToken() {
+  try { return window.localStorage.getItem("token"); } catch (e) { return null; }
+}
+
 async function get(path) {
-  const response = await fetch(API + path, { credentials: "same-origin" });
+  let response = await fetch(API + path, { credentials: "same-origin" });
+  const token = storedToken();
+  if ((response.status === 401 || response.status === 403) && token) {
+    response = await fetch(API + path, { credentials: "same-origin", headers: { Authorization: `Bearer ${token}` } });
+  }
   if (!response.ok) {
     let detail = response.statusText;
     try { detail = (await response.json()).detail || detail; } catch (e) { /* not JSON */ }
+    if (response.status === 401) detail = `${detail}: log in to Airflow first, then come back to this page`;
     throw new Error(`${response.status}: ${typeof detail === "string" ? detail : JSON.stringify(detail)}`);
   }
   return response.json();

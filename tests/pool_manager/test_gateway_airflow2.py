@@ -1,0 +1,47 @@
+"""Pointed at an Airflow 2 webserver, the gateway says the manager needs Airflow 3.
+
+Airflow 2's webserver answers 404 to ``POST /auth/token`` (its API is ``/api/v1``
+with basic or session auth); a server here answers every route that way.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from airflow_quota_provider.pool_manager.gateway import AirflowGateway, Credentials, GatewayError
+
+
+class _NotFound(BaseHTTPRequestHandler):
+    def do_POST(self) -> None:
+        self.send_response(404)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    do_GET = do_POST
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def airflow2() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _NotFound)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_an_airflow_without_the_token_route_is_named_as_too_old(airflow2: str) -> None:
+    gateway = AirflowGateway(airflow2, Credentials("manager", "secret"))
+    with pytest.raises(GatewayError) as raised:
+        gateway.task_instances(["quota-a-gpu"])
+    message = str(raised.value)
+    assert f"{airflow2} has no POST /auth/token" in message
+    assert "needs Airflow 3's API server" in message
+    assert "secret" not in message
