@@ -173,8 +173,9 @@ def wait_until(
     processes: list[DagProcess],
     tick: Callable[[], object] = lambda: None,
 ) -> None:
-    """Poll ``check`` (calling ``tick`` between polls) until true; fail if a DAG ends first."""
-    deadline = time.monotonic() + 120
+    """Poll ``check`` (calling ``tick`` between polls) until true; fail if a DAG ends first
+    (or after 300 s: the first submission waits for four processes to start)."""
+    deadline = time.monotonic() + 300
     while not check():
         for process in processes:
             if process.done():
