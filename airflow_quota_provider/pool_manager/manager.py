@@ -268,6 +268,8 @@ class PoolManager:
 
     def _preempt(self, stop: Stop, now: float) -> None:
         self._may_change(f"preempt {stop.key}")
+        if not self._still_runs(stop):
+            return
         if stop.fails:
             log.warning("failing %s: %s", stop.key, stop.note)
             self._tell(stop)
@@ -294,6 +296,20 @@ class PoolManager:
         )
         self.gateway.clear(task.key, note)
         self.restarting.cleared(task.key, now)
+
+    def _still_runs(self, stop: Stop) -> bool:
+        """Whether the victim still runs the try the cycle read, asked again just before it
+        is cleared or failed. Airflow's clear cannot be made to depend on the task still
+        running: a task that ended meanwhile would run again or, when the scheduler was
+        marking its run done at that moment, be left without a state in a finished run for
+        good (seen under the CeleryExecutor, a clear 47 ms after the task ended)."""
+        seen = self.gateway.task_state(stop.key)
+        same_try = seen is not None and seen.try_number == (stop.try_number or seen.try_number)
+        if seen is not None and same_try and TaskState.of(seen.state).counted:
+            return True
+        what = "is gone" if seen is None else f"is {seen.state} (try {seen.try_number})"
+        log.info("not preempting %s: it %s since the cycle read it", stop.key, what)
+        return False
 
     def _tell(self, stop: Stop) -> None:
         if self.external is not None and stop.try_number:
