@@ -3,13 +3,16 @@
 No Docker engine runs here, so no image is built and no container started.
 What is checked: the file's structure, that every Airflow command and
 setting it uses exists in the installed Airflow, that the AWS connection
-points at the endpoint service, that the endpoint's command parses with our
-own CLI, that every mounted path exists, and, where a compose client is
-installed, that ``docker compose config`` accepts the file.
+points at the endpoint service, that the endpoint's and the pool managers'
+commands parse with our own CLI and the Celery workers' with Airflow's (the
+``celery`` profile), that every mounted path exists, and, where a compose
+client is installed, that ``docker compose config`` accepts the file.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import re
 import shutil
 import subprocess
@@ -29,15 +32,25 @@ AIRFLOW_SERVICES = {
 }
 
 
+CELERY = ("redis", "airflow-worker", "airflow-worker-gpu", "pool-manager-2")
+"""The services of ``--profile celery``."""
+
+
+COMPOSE_TEXT = (ROOT / "docker-compose.yaml").read_text()
+
+
 @pytest.fixture(scope="module")
 def compose() -> dict[str, Any]:
-    loaded: dict[str, Any] = yaml.safe_load((ROOT / "docker-compose.yaml").read_text())
+    loaded: dict[str, Any] = yaml.safe_load(COMPOSE_TEXT)
     return loaded
 
 
 def test_the_services_are_the_deployment(compose: dict[str, Any]) -> None:
     services = compose["services"]
-    assert set(services) == {"postgres", "aws-endpoint", "pool-manager", *AIRFLOW_SERVICES}
+    base = {"postgres", "aws-endpoint", "pool-manager", "pool-manager-db", *AIRFLOW_SERVICES}
+    assert {name for name, service in services.items() if "profiles" not in service} == base
+    assert {name for name, service in services.items() if "profiles" in service} == set(CELERY)
+    assert all(services[name]["profiles"] == ["celery"] for name in CELERY)
     for name, command in AIRFLOW_SERVICES.items():
         assert services[name]["command"] == command
         assert services[name]["build"] == "."
@@ -121,6 +134,46 @@ def test_the_pool_manager_command_parses_and_reaches_the_services(
     assert manager["environment"]["AWS_ENDPOINT_URL"] == "http://aws-endpoint:4599"
     limit = "--instance-limit=ml.p4d.24xlarge=8"
     assert limit in compose["services"]["aws-endpoint"]["command"]
+
+
+def test_the_celery_profile_runs_two_workers_on_other_queues_and_managers_in_ha(
+    compose: dict[str, Any],
+) -> None:
+    """``AIRFLOW_EXECUTOR=CeleryExecutor docker compose --profile celery up``: the workers'
+    commands parse with the installed Airflow's parser, the second manager's with ours, and
+    both managers share one PostgreSQL database, which ``pool-manager-db`` makes."""
+    from airflow.cli.cli_parser import get_parser
+    from airflow.executors.executor_constants import CORE_EXECUTOR_NAMES
+    from airflow.providers.celery.executors import celery_executor
+
+    from airflow_quota_provider.cli import build_parser
+
+    services = compose["services"]
+    env = services["airflow-scheduler"]["environment"]
+    assert env["AIRFLOW__CORE__EXECUTOR"] == "${AIRFLOW_EXECUTOR:-LocalExecutor}"
+    # the run the file's header shows names an executor Airflow knows, and it is installed
+    run = re.search(r"AIRFLOW_EXECUTOR=(\w+) docker compose --profile celery up", COMPOSE_TEXT)
+    assert run is not None and run.group(1) in CORE_EXECUTOR_NAMES
+    assert hasattr(celery_executor, run.group(1))
+    assert env["AIRFLOW__CELERY__BROKER_URL"] == "redis://redis:6379/0"
+    for module in json.loads(env["AIRFLOW__CELERY__EXTRA_CELERY_CONFIG"])["imports"]:
+        assert importlib.util.find_spec(module) is not None, module
+    parser = get_parser()
+    queues = []
+    for name in ("airflow-worker", "airflow-worker-gpu"):
+        worker = services[name]
+        assert worker["environment"] == env and "redis" in worker["depends_on"]
+        assert worker["command"][:2] == ["celery", "worker"]
+        args = parser.parse_args(worker["command"])
+        assert args.concurrency == 8
+        queues.append(args.queues)
+    assert queues == ["default", "gpu"]
+    first, second = services["pool-manager"], services["pool-manager-2"]
+    assert second["command"] == first["command"] and second["environment"] == first["environment"]
+    args = build_parser().parse_args(second["command"][1:])
+    assert args.database == "postgresql+psycopg2://airflow:airflow@postgres/quota_manager"
+    assert "CREATE DATABASE quota_manager" in services["pool-manager-db"]["command"][-1]
+    assert first["depends_on"]["pool-manager-db"]["condition"] == "service_completed_successfully"
 
 
 def test_mounted_files_exist_and_the_image_matches_the_package(compose: dict[str, Any]) -> None:
