@@ -8,9 +8,12 @@ A task that finds fewer free locks than its ``pool_slots`` records it in
 ``violations.log`` and fails: the quota layer promised GPUs that were in use.
 
 The ``celery_locks_*`` DAGs are the same tasks for the CeleryExecutor: each team's
-on its own queue (``team-a``, ...), and with retries, as a try whose Celery worker is
-killed (or that cannot reach the api-server) can only fail. A task run by a worker
-that says its name (``QUOTA_TEST_WORKER``) records which one in ``workers.log``.
+on its own queue (``team-a``, ...), and with retries (:data:`RETRIES`). A try can only
+fail when its Celery worker is killed (the scheduler fails it once its heartbeat is
+too old) or when the api-server is down: a try starting then cannot say it runs, one
+ending cannot say it ended, and one running cannot heartbeat, so the scheduler fails it
+too. A task run by a worker that says its name (``QUOTA_TEST_WORKER``) records which
+one in ``workers.log``.
 """
 
 from __future__ import annotations
@@ -25,6 +28,10 @@ from typing import IO
 from airflow.sdk import DAG, get_current_context, task
 
 FLEET_GPUS = 8
+RETRIES = 5
+"""A task can lose a try to a killed worker and two to an api-server down for a minute
+(the scheduler queues it meanwhile; it fails in ~30 s, its client's retries spent)."""
+RETRY_DELAY = datetime.timedelta(seconds=10)
 TASKS = {
     # team: [(task id, pool_slots, priority_weight)]
     "a": [("small", 1, 1), ("medium", 2, 5), ("large", 4, 10)],
@@ -87,6 +94,6 @@ for team, tasks in TASKS.items():
                 pool_slots=slots,
                 priority_weight=weight,
                 queue=f"team-{team}",
-                retries=3,
-                retry_delay=datetime.timedelta(seconds=2),
+                retries=RETRIES,
+                retry_delay=RETRY_DELAY,
             )(slots=slots, seconds="{{ dag_run.conf.get('seconds', 3) }}")

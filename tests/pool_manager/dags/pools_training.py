@@ -9,9 +9,9 @@ both ways of stopping a job on preemption run.
 The ``celery_training_*`` DAGs run on the CeleryExecutor, each team's tasks on its
 own queue (``team-a``, ...), in the pools of the teams' training shares of a fleet
 that also has GPUs (``fleet_celery.yaml``): one task waiting in the worker, one
-deferred. They have retries: a try whose worker is killed is failed by the scheduler
-once its heartbeat stops, and only a retry (which first stops that try's training
-job) finishes it.
+deferred. They have the retries of the ``celery_locks_*`` DAGs (``pools_locks.py``):
+a try whose worker is killed is failed by the scheduler once its heartbeat stops, and
+only a retry (which first stops that try's training job) finishes it.
 """
 
 from __future__ import annotations
@@ -21,6 +21,9 @@ import datetime
 from airflow.sdk import DAG
 
 from airflow_quota_provider.operators.pool_training import PoolTrainingOperator
+
+RETRIES = 5  # as the celery_locks_* DAGs' (pools_locks.py), for the same reasons
+RETRY_DELAY = datetime.timedelta(seconds=10)
 
 TASKS = {
     # team: [(task id, instances, priority_weight)]
@@ -84,6 +87,6 @@ for team in TASKS:
         [("small", 1, 1), ("pair", 2, 5)],
         f"quota-{team}-train-p4d",
         queue=f"team-{team}",
-        retries=3,
-        retry_delay=datetime.timedelta(seconds=2),
+        retries=RETRIES,
+        retry_delay=RETRY_DELAY,
     )
