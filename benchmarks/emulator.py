@@ -1,12 +1,14 @@
 """Requests per second the local AWS endpoint answers, and 1,000 jobs through one queue.
 
-Run: ``.venv/bin/python benchmarks/emulator.py [--repeat 5] [--requests 500] [--jobs 1000]``
+Run: ``.venv/bin/python benchmarks/emulator.py [--repeat 5] [--requests 500] [--jobs 1000]
+[--held 0] [--parts describe,submit,state,jobs]``
 
 - DescribeServiceJob and SubmitServiceJob: one boto3 client over real HTTP
   (loopback, keep-alive) calling back to back; the figure is the median
   requests per second of ``--repeat`` runs of ``--requests`` calls. Submit is
   measured twice: in memory and with ``--state`` (an SQLite file saved after
-  every request), whose cost grows with the number of jobs held.
+  every request), each run on a new file that, with ``--held N``, already
+  holds N submitted jobs (put there in process, before the endpoint starts).
 - 1,000 jobs: a queue of 2 shares x 16 ml.p4d.24xlarge at ``--time-scale 3600``,
   every job one instance for 600 emulated seconds; the client submits them
   all, then polls ListServiceJobs (SUCCEEDED, pages of 100) every 0.25 s. The
@@ -30,7 +32,8 @@ import boto3
 from botocore.config import Config
 
 from airflow_quota_provider.core.model import QueueConfig, Share, Sharing
-from airflow_quota_provider.emulator import local_endpoint
+from airflow_quota_provider.emulator import Emulator, EmulatorOptions, local_endpoint
+from airflow_quota_provider.emulator.bootstrap import apply_config
 
 P4D = "ml.p4d.24xlarge"
 QUEUE = QueueConfig(
@@ -64,17 +67,30 @@ def client(url: str) -> Any:
     )
 
 
+def submission(n: int) -> dict[str, Any]:
+    return {
+        "jobName": f"job-{n}",
+        "jobQueue": "bench",
+        "quotaShareName": "ab"[n % 2],
+        "serviceJobType": "SAGEMAKER_TRAINING",
+        "serviceRequestPayload": PAYLOAD,
+        "tags": {"emulator:duration-seconds": "600"},
+    }
+
+
 def submit(batch: Any, n: int) -> str:
-    response = batch.submit_service_job(
-        jobName=f"job-{n}",
-        jobQueue="bench",
-        quotaShareName="ab"[n % 2],
-        serviceJobType="SAGEMAKER_TRAINING",
-        serviceRequestPayload=PAYLOAD,
-        tags={"emulator:duration-seconds": "600"},
-    )
-    job_id: str = response["jobId"]
+    job_id: str = batch.submit_service_job(**submission(n))["jobId"]
     return job_id
+
+
+def holding(file: Path, jobs: int) -> Path:
+    """``file``, a new state file holding :data:`QUEUE` and ``jobs`` submitted jobs."""
+    emulator = Emulator(EmulatorOptions(time_scale=0, state=file))
+    apply_config(emulator, QUEUE)
+    for n in range(jobs):
+        emulator.call("batch", "SubmitServiceJob", submission(n))
+    emulator.close()
+    return file
 
 
 def rate(calls: int, call: Callable[[int], object]) -> float:
@@ -96,10 +112,10 @@ def describe_rate(requests: int, repeat: int) -> float:
     return statistics.median(runs)
 
 
-def submit_rate(requests: int, repeat: int, state: Path | None = None) -> float:
+def submit_rate(requests: int, repeat: int, state: Path | None = None, held: int = 0) -> float:
     runs = []
     for run in range(repeat):
-        file = None if state is None else state / f"run-{run}.sqlite"
+        file = None if state is None else holding(state / f"run-{run}.sqlite", held)
         with local_endpoint(QUEUE, time_scale=0, state=file) as url:
             batch = client(url)
             rate(20, lambda n, batch=batch: submit(batch, n))  # warm up
@@ -133,25 +149,49 @@ def succeeded(batch: Any) -> int:
         params["nextToken"] = page["nextToken"]
 
 
+PARTS = ("describe", "submit", "state", "jobs")
+
+
+def measure(part: str, args: argparse.Namespace) -> list[tuple[str, str]]:
+    """The rows of one part of the benchmark."""
+    if part == "describe":
+        return [("DescribeServiceJob", f"{describe_rate(args.requests, args.repeat):,.0f} req/s")]
+    if part == "submit":
+        return [("SubmitServiceJob", f"{submit_rate(args.requests, args.repeat):,.0f} req/s")]
+    if part == "state":
+        with tempfile.TemporaryDirectory() as directory:
+            persisted = submit_rate(args.requests, args.repeat, Path(directory), args.held)
+        held = f", {args.held:,} jobs held" if args.held else ""
+        return [(f"SubmitServiceJob, --state{held}", f"{persisted:,.0f} req/s")]
+    submitted, finished, requests = thousand_jobs(args.jobs)
+    return [
+        (f"{args.jobs:,} jobs at --time-scale 3600: submitted", f"{submitted:.1f} s"),
+        (f"{args.jobs:,} jobs at --time-scale 3600: all SUCCEEDED", f"{finished:.1f} s"),
+        (f"{args.jobs:,} jobs at --time-scale 3600: requests made", f"{requests:,}"),
+    ]
+
+
+def parts(text: str) -> list[str]:
+    chosen = [part.strip() for part in text.split(",") if part.strip()]
+    unknown = sorted(set(chosen) - set(PARTS))
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown parts {', '.join(unknown)}; choose from {PARTS}")
+    return chosen
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--requests", type=int, default=500)
     parser.add_argument("--jobs", type=int, default=1000)
+    parser.add_argument(
+        "--held", type=int, default=0, help="jobs the --state file holds before the submits"
+    )
+    parser.add_argument(
+        "--parts", type=parts, default=list(PARTS), help="comma-separated, all by default"
+    )
     args = parser.parse_args()
-    describe = describe_rate(args.requests, args.repeat)
-    submits = submit_rate(args.requests, args.repeat)
-    with tempfile.TemporaryDirectory() as directory:
-        persisted = submit_rate(args.requests, args.repeat, Path(directory))
-    submitted, finished, requests = thousand_jobs(args.jobs)
-    rows = [
-        ("DescribeServiceJob", f"{describe:,.0f} req/s"),
-        ("SubmitServiceJob", f"{submits:,.0f} req/s"),
-        ("SubmitServiceJob, --state", f"{persisted:,.0f} req/s"),
-        (f"{args.jobs:,} jobs at --time-scale 3600: submitted", f"{submitted:.1f} s"),
-        (f"{args.jobs:,} jobs at --time-scale 3600: all SUCCEEDED", f"{finished:.1f} s"),
-        (f"{args.jobs:,} jobs at --time-scale 3600: requests made", f"{requests:,}"),
-    ]
+    rows = [row for part in args.parts for row in measure(part, args)]
     print(f"median of {args.repeat} runs of {args.requests} requests each")
     width = max(len(name) for name, _ in rows)
     for name, value in rows:

@@ -15,10 +15,12 @@ How a request flows::
                        tags, training_jobs
     world.py           the store, the emulated clock and the timers, caught up per request
     dispatch.py        QueueState per queue; applies the core's decisions
+    queue_states.py    each queue's jobs recorded job by job as the core moves them
     attempts.py        a service job's attempts <-> SageMaker training jobs
     training.py        a training job's phases in emulated time, checkpoints
     timers.py          what is due when, as data, so it can be saved
-    state_file.py      --state: the world saved to SQLite after each request, loaded at start
+    tables.py          the record tables, noting the records reached since the last save
+    state_file.py      --state: what changed saved to SQLite after each request, loaded at start
     faults.py          --throttle-rate, --error-rate, --latency-ms, --capacity-error-rate
 """
 

@@ -1,6 +1,7 @@
 """Service jobs through the quota engine: the core decides, this module applies.
 
-One :class:`~airflow_quota_provider.core.QueueState` per job queue. After
+One :class:`~airflow_quota_provider.core.QueueState` per job queue
+(recorded job by job for saving, :mod:`.queue_states`). After
 anything that could change a decision (a submission, a training job ending,
 a config change) the queue is marked dirty, and :meth:`Dispatcher.settle`
 settles it with the core's settle loop, applying each decision:
@@ -28,14 +29,15 @@ from airflow_quota_provider.core import (
     Failure,
     Preemption,
     PreemptionKind,
-    QueueState,
     RunningJob,
     WaitingJob,
 )
 from airflow_quota_provider.core.settle import settle
 from airflow_quota_provider.emulator import attempts
 from airflow_quota_provider.emulator.queue_config import dispatching, queue_config
+from airflow_quota_provider.emulator.queue_states import Placement, RecordedQueueState
 from airflow_quota_provider.emulator.store import ServiceJob, TrainingJob
+from airflow_quota_provider.emulator.tables import Table
 from airflow_quota_provider.emulator.timers import Timer
 
 if TYPE_CHECKING:
@@ -62,7 +64,9 @@ PREEMPTION_HEADLINES = {
 class Dispatcher:
     def __init__(self, world: World) -> None:
         self.world = world
-        self.states: dict[str, QueueState] = {}
+        self.states: dict[str, RecordedQueueState] = {}
+        self.placements: Table[Placement] = Table()
+        """Where each job the queues hold is: their states job by job, for the state file."""
         self.last: dict[str, Decisions] = {}
         self.dirty: set[str] = set()
         self.rechecks: dict[str, float] = {}
@@ -72,23 +76,26 @@ class Dispatcher:
 
     # -- queues -------------------------------------------------------------------
 
-    def queue_changed(self, queue_arn: str) -> None:
+    def queue_changed(self, queue_arn: str) -> RecordedQueueState:
         """Re-read a queue's config after its environments, policy or shares changed."""
         queue = self.world.store.queues[queue_arn]
         config = queue_config(self.world.store, queue)
         state = self.states.get(queue_arn)
         if state is None:
-            self.states[queue_arn] = QueueState(config)
+            state = self.states[queue_arn] = RecordedQueueState(config, queue_arn, self.placements)
         else:
             state.config = config
         self.dirty.add(queue_arn)
+        return state
 
     def queue_deleted(self, queue_arn: str) -> None:
-        self.states.pop(queue_arn, None)
+        state = self.states.pop(queue_arn, None)
+        if state is not None:
+            state.forget()
         self.last.pop(queue_arn, None)
         self.dirty.discard(queue_arn)
 
-    def state(self, queue_arn: str) -> QueueState:
+    def state(self, queue_arn: str) -> RecordedQueueState:
         return self.states[queue_arn]
 
     # -- jobs ---------------------------------------------------------------------

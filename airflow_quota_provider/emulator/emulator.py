@@ -7,7 +7,9 @@ clock, so timers due by then have fired at their own timestamps.
 
 With ``state`` (``--state FILE``) the world is loaded from that file at start
 and saved to it after every request that may have changed it, still inside
-the lock (:mod:`.state_file`). Faults (:mod:`.faults`) strike a request
+the lock (:mod:`.state_file`); a save encodes only the records reached since
+the last, and a request that changed nothing (a read that fired no timer)
+leaves nothing for the next. Faults (:mod:`.faults`) strike a request
 before its operation runs, so a refused request changes nothing.
 """
 
@@ -132,6 +134,9 @@ class Emulator:
             finally:
                 if not operation.startswith(READ_ONLY_PREFIXES) or self._timers_fired():
                     self.save()
+                else:
+                    # It changed nothing: the records it read need no encoding at the next save.
+                    self.world.drain_reached()
 
     def handle_http(
         self, method: str, target: str, headers: Mapping[str, str], body: bytes
@@ -190,6 +195,8 @@ class Emulator:
             self._fired_at_save = self.world.fired
             if self.state_file is not None:
                 self.state_file.save(self.world)
+            else:
+                self.world.drain_reached()
 
     def close(self) -> None:
         """Save the state as of now and close the state file; the emulator is done."""

@@ -5,16 +5,20 @@ policies, job queues with the ``--config`` settings AWS has no field for,
 quota shares, tags, service jobs with their attempts and preemption
 history, training jobs, client tokens, checkpoints), the pending timers
 (a training phase ending, a job entering its queue, a timeout), each
-queue's running and waiting jobs as the core holds them, and the clock.
+queue's running and waiting jobs as the core holds them (one row per job,
+:mod:`.queue_states`), and the clock.
 
-How: one mechanism, a snapshot after every request that may have changed
+How: one mechanism, a save after every request that may have changed
 something (any operation that is not a Describe/List/Get, and any request
-during which a timer fired), taken inside the emulator's lock. Every record
-is encoded to JSON and compared with the row the file holds; changed rows
-are written and vanished rows deleted in one transaction, so the file
-always holds the state after some whole request, never part of one. At
-start the world is rebuilt from it, and :func:`load` reports whether there
-was anything to rebuild (``--config`` applies only to a new file).
+during which a timer fired), inside the emulator's lock. The world's tables
+note every record reached since the last save (:mod:`.tables`), a superset
+of those changed; only these are encoded to JSON and compared with the row
+the file holds. Changed rows are written and vanished rows deleted in one
+transaction, so the file always holds the state after some whole request,
+never part of one; a save that fails keeps what it had to write for the
+next. The file holds what a save of every record would (:func:`encode`).
+At start the world is rebuilt from it, and :func:`load` reports whether
+there was anything to rebuild (``--config`` applies only to a new file).
 
 Time across a restart: **the emulated clock resumes from the time saved
 last**, at the last saving request or at a clean stop, not from wall time
@@ -30,7 +34,9 @@ Not kept: request statistics (``/_emulator/stats`` counts this run) and
 where the fault generators are in their sequences.
 
 Schema: one table ``rows(kind, key, body)``, ``body`` JSON, so the file can
-be read with the ``sqlite3`` shell.
+be read with the ``sqlite3`` shell. Format 1 kept each queue's jobs in one
+``queue-state`` row; such a file is read, and rewritten in this format at
+start. Rows of a kind this version does not keep are deleted then.
 
 One endpoint per file: two would each write the world they hold over the
 other's. An endpoint holds an exclusive ``flock`` on ``FILE.lock`` (with its
@@ -50,10 +56,10 @@ from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from airflow_quota_provider.core import QueueState, RunningJob, WaitingJob
+from airflow_quota_provider.core import RunningJob, WaitingJob
 from airflow_quota_provider.core.config import config_to_dict, parse_config
 from airflow_quota_provider.emulator.dispatch import RECHECK
-from airflow_quota_provider.emulator.queue_config import queue_config
+from airflow_quota_provider.emulator.queue_states import Placement
 from airflow_quota_provider.emulator.store import (
     Attempt,
     JobQueue,
@@ -68,8 +74,10 @@ from airflow_quota_provider.emulator.timers import Timer
 if TYPE_CHECKING:
     from airflow_quota_provider.emulator.world import World
 
-FORMAT = 1
-"""Bumped when the rows change meaning; a file of another format is refused."""
+FORMAT = 2
+"""Bumped when the rows change meaning; a file of a format not in :data:`READS` is refused."""
+READS = (1, FORMAT)
+"""The formats this version loads; it saves in :data:`FORMAT`."""
 
 Rows = dict[tuple[str, str], str]
 
@@ -84,7 +92,7 @@ CREATE TABLE IF NOT EXISTS rows (
 
 
 class StateFileError(Exception):
-    """The file is not an emulator state file this version can read."""
+    """The file cannot serve: another endpoint has it, it cannot be opened, or not read."""
 
 
 class StateFile:
@@ -102,6 +110,8 @@ class StateFile:
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute(_SCHEMA)
         self._written: Rows = dict(self._read())
+        self._unsaved: dict[str, set[str]] = {}
+        """Keys by kind reached but not yet saved: a failed save leaves them for the next."""
         self._check_format()
 
     def _read(self) -> Iterator[tuple[tuple[str, str], str]]:
@@ -110,9 +120,11 @@ class StateFile:
 
     def _check_format(self) -> None:
         saved = self._written.get(("meta", "format"))
-        if saved is not None and json.loads(saved) != FORMAT:
+        if saved is not None and saved not in map(str, READS):
+            readable = " and ".join(map(str, READS))
             raise StateFileError(
-                f"{self.path} holds emulator state of format {saved}; this version reads {FORMAT}"
+                f"{self.path} holds emulator state of format {saved}; "
+                f"this version reads formats {readable}"
             )
 
     @property
@@ -122,24 +134,42 @@ class StateFile:
     def saved_clock(self) -> float | None:
         """The emulated time the file was saved at, if it holds any state."""
         body = self._written.get(("meta", "now"))
-        return None if body is None else float(json.loads(body))
+        try:
+            return None if body is None else float(json.loads(body))
+        except (ValueError, TypeError) as error:
+            raise self._unreadable(error) from error
 
     def save(self, world: World) -> int:
         """Write what changed since the last save; returns how many rows were written."""
-        rows = encode(world)
-        changed = [
-            (k, key, body) for (k, key), body in rows.items() if self._written.get((k, key)) != body
-        ]
-        gone = [key for key in self._written if key not in rows]
-        if not changed and not gone:
-            return 0
+        for kind, keys in world.drain_reached().items():
+            self._unsaved.setdefault(kind, set()).update(keys)
+        rows = {**_rows_of(world, self._unsaved), **_meta_rows(world)}
+        changed = {key: body for key, body in rows.items() if self._written.get(key) != body}
+        if changed:
+            self._write(changed)
+        self._unsaved.clear()
+        return len(changed)
+
+    def _write(self, changed: dict[tuple[str, str], str | None]) -> None:
+        """Store ``changed`` rows (``None``: delete the row) in one transaction."""
+        kept = {key: body for key, body in changed.items() if body is not None}
         with self._transaction():
             self._db.executemany(
-                "INSERT OR REPLACE INTO rows (kind, key, body) VALUES (?, ?, ?)", changed
+                "INSERT OR REPLACE INTO rows (kind, key, body) VALUES (?, ?, ?)",
+                [(kind, key, body) for (kind, key), body in kept.items()],
             )
-            self._db.executemany("DELETE FROM rows WHERE kind = ? AND key = ?", gone)
-        self._written = rows
-        return len(changed) + len(gone)
+            self._db.executemany(
+                "DELETE FROM rows WHERE kind = ? AND key = ?",
+                [key for key in changed if key not in kept],
+            )
+        for key in changed.keys() - kept.keys():
+            del self._written[key]
+        self._written.update(kept)
+
+    def _unreadable(self, error: Exception) -> StateFileError:
+        return StateFileError(
+            f"{self.path} holds rows this version cannot read ({type(error).__name__}: {error})"
+        )
 
     def _transaction(self) -> Any:
         return _Transaction(self._db)
@@ -148,7 +178,14 @@ class StateFile:
         """Rebuild ``world`` from the file; ``False`` if the file held nothing."""
         if self.empty:
             return False
-        decode(world, self._written)
+        try:
+            decode(world, self._written)
+        except (ValueError, TypeError, KeyError) as error:
+            raise self._unreadable(error) from error
+        kept = world.tables().keys() | {"meta"}
+        for kind, key in self._written:
+            if kind not in kept:
+                self._unsaved.setdefault(kind, set()).add(key)
         return True
 
     def close(self) -> None:
@@ -159,7 +196,10 @@ class StateFile:
 def _take_lock(path: Path) -> Any:
     """An open ``PATH.lock`` holding an exclusive flock, our pid written in it."""
     lock_path = path.with_name(path.name + ".lock")
-    handle = lock_path.open("a+")
+    try:
+        handle = lock_path.open("a+")
+    except OSError as error:
+        raise StateFileError(f"cannot open {lock_path}: {error.strerror}") from None
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -219,37 +259,57 @@ def _queue_row(queue: JobQueue) -> dict[str, Any]:
     return row
 
 
-def _queue_state_row(state: QueueState) -> dict[str, Any]:
-    return {
-        "running": [_plain(job) for job in state.running()],
-        "waiting": [_plain(job) for job in state.waiting()],
-    }
+def _placement_row(placement: Placement) -> dict[str, Any]:
+    where = "running" if isinstance(placement.job, RunningJob) else "waiting"
+    return {"queue": placement.queue_arn, "order": placement.order, where: _plain(placement.job)}
+
+
+def _timer_row(pending: tuple[float, Timer]) -> list[Any]:
+    due, timer = pending
+    return [due, timer.kind, list(timer.args)]
+
+
+_TO_ROW: dict[str, Callable[[Any], Any]] = {
+    "environment": _plain,
+    "policy": _plain,
+    "queue": _queue_row,
+    "share": _plain,
+    "job": _job_row,
+    "training-job": _plain,
+    "client-token": list,
+    "checkpoint": float,
+    "placement": _placement_row,
+    "timer": _timer_row,
+}
+"""How each of the world's tables (:meth:`World.tables`) becomes rows, by kind."""
 
 
 def encode(world: World) -> Rows:
-    """Every row the world's state takes, by ``(kind, key)``."""
-    store = world.store
-    groups: list[tuple[str, Mapping[str, Any], Callable[[Any], Any]]] = [
-        ("environment", store.environments, _plain),
-        ("policy", store.policies, _plain),
-        ("queue", store.queues, _queue_row),
-        ("share", store.shares, _plain),
-        ("job", store.jobs, _job_row),
-        ("training-job", store.training_jobs, _plain),
-        ("client-token", store.client_tokens, list),
-        ("checkpoint", store.checkpoints, float),
-        ("queue-state", world.dispatcher.states, _queue_state_row),
-    ]
+    """Every row the world's state takes, by ``(kind, key)``: what the file holds once saved."""
     rows: Rows = {}
-    for kind, records, to_row in groups:
-        for key, record in records.items():
+    for kind, table in world.tables().items():
+        to_row = _TO_ROW[kind]
+        for key, record in table.unnoted().items():
             rows[kind, key] = _json(to_row(record))
-    for due, sequence, timer in world.timers.pending():
-        rows["timer", str(sequence)] = _json([due, timer.kind, list(timer.args)])
-    meta = {"format": FORMAT, "now": world.now, "last_submitted": store.last_submitted}
-    for key, value in meta.items():
-        rows["meta", key] = _json(value)
+    rows.update(_meta_rows(world))
     return rows
+
+
+def _rows_of(world: World, keys: Mapping[str, set[str]]) -> dict[tuple[str, str], str | None]:
+    """The rows of these records as they are now; ``None`` for a record that is gone."""
+    tables = world.tables()
+    rows: dict[tuple[str, str], str | None] = {}
+    for kind, of_kind in keys.items():
+        records = tables[kind].unnoted() if kind in tables else {}
+        for key in of_kind:
+            record = records.get(key)
+            rows[kind, key] = None if record is None else _json(_TO_ROW[kind](record))
+    return rows
+
+
+def _meta_rows(world: World) -> Rows:
+    meta = {"format": FORMAT, "now": world.now, "last_submitted": world.store.last_submitted}
+    return {("meta", key): _json(value) for key, value in meta.items()}
 
 
 # -- decoding ----------------------------------------------------------------------
@@ -276,14 +336,16 @@ def _queue(row: dict[str, Any]) -> JobQueue:
 def decode(world: World, rows: Rows) -> None:
     """Fill an empty ``world`` with the state ``rows`` hold."""
     store = world.store
-    store.environments = {k: ServiceEnvironment(**r) for k, r in _of_kind(rows, "environment")}
-    store.policies = {k: SchedulingPolicy(**r) for k, r in _of_kind(rows, "policy")}
-    store.queues = {k: _queue(r) for k, r in _of_kind(rows, "queue")}
-    store.shares = {k: QuotaShare(**r) for k, r in _of_kind(rows, "share")}
-    store.jobs = {k: _job(r) for k, r in _of_kind(rows, "job")}
-    store.training_jobs = {k: TrainingJob(**r) for k, r in _of_kind(rows, "training-job")}
-    store.client_tokens = {k: (r[0], r[1]) for k, r in _of_kind(rows, "client-token")}
-    store.checkpoints = dict(_of_kind(rows, "checkpoint"))
+    store.environments.update(
+        (k, ServiceEnvironment(**r)) for k, r in _of_kind(rows, "environment")
+    )
+    store.policies.update((k, SchedulingPolicy(**r)) for k, r in _of_kind(rows, "policy"))
+    store.queues.update((k, _queue(r)) for k, r in _of_kind(rows, "queue"))
+    store.shares.update((k, QuotaShare(**r)) for k, r in _of_kind(rows, "share"))
+    store.jobs.update((k, _job(r)) for k, r in _of_kind(rows, "job"))
+    store.training_jobs.update((k, TrainingJob(**r)) for k, r in _of_kind(rows, "training-job"))
+    store.client_tokens.update((k, (r[0], r[1])) for k, r in _of_kind(rows, "client-token"))
+    store.checkpoints.update(_of_kind(rows, "checkpoint"))
     meta = dict(_of_kind(rows, "meta"))
     store.last_submitted = meta["last_submitted"]
     world.now = meta["now"]
@@ -299,15 +361,27 @@ def _restore_timers(world: World, rows: Rows) -> None:
 
 
 def _restore_queue_states(world: World, rows: Rows) -> None:
-    saved = dict(_of_kind(rows, "queue-state"))
-    dispatcher = world.dispatcher
-    for arn, queue in world.store.queues.items():
-        state = saved.get(arn, {"running": [], "waiting": []})
-        dispatcher.states[arn] = QueueState.from_jobs(
-            queue_config(world.store, queue),
-            [RunningJob(**job) for job in state["running"]],
-            [WaitingJob(**job) for job in state["waiting"]],
-        )
-        # Recomputes each queue's last decisions (the wait reasons); deciding anything
-        # new is impossible, as the state was saved settled at this very time.
-        dispatcher.dirty.add(arn)
+    placed: dict[str, list[Placement]] = {}
+    for placement in [*_placements(rows), *_format_1_placements(rows)]:
+        placed.setdefault(placement.queue_arn, []).append(placement)
+    for arn in world.store.queues:
+        # Also marks the queue dirty: its last decisions (the wait reasons) are recomputed;
+        # deciding anything new is impossible, as the state was saved settled at this time.
+        world.dispatcher.queue_changed(arn).restore(placed.get(arn, ()))
+
+
+def _placements(rows: Rows) -> Iterator[Placement]:
+    for _, row in _of_kind(rows, "placement"):
+        job = RunningJob(**row["running"]) if "running" in row else WaitingJob(**row["waiting"])
+        yield Placement(row["queue"], row["order"], job)
+
+
+def _format_1_placements(rows: Rows) -> Iterator[Placement]:
+    """Format 1's one row per queue: its running jobs, then its waiting jobs, in order."""
+    for arn, row in _of_kind(rows, "queue-state"):
+        jobs: list[RunningJob | WaitingJob] = [
+            *(RunningJob(**job) for job in row["running"]),
+            *(WaitingJob(**job) for job in row["waiting"]),
+        ]
+        for order, job in enumerate(jobs, start=1):
+            yield Placement(arn, order, job)

@@ -2,15 +2,19 @@
 
 Records are mutable dataclasses, unlike the core's frozen ones: they are the
 emulator's state, changed in place under the emulator's single lock. Each
-is keyed by ARN; lookups accept a name or an ARN, as Batch does.
+is keyed by ARN; lookups accept a name or an ARN, as Batch does. Each kind
+lives in a :class:`~.tables.Table`, which notes the records reached, so a
+save encodes only those.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 from airflow_quota_provider.core.model import QueueConfig, Resources
+from airflow_quota_provider.emulator.tables import Table
 
 
 @dataclass(slots=True)
@@ -150,17 +154,17 @@ class TrainingJob:
 
 @dataclass
 class Store:
-    environments: dict[str, ServiceEnvironment] = field(default_factory=dict)
-    policies: dict[str, SchedulingPolicy] = field(default_factory=dict)
-    queues: dict[str, JobQueue] = field(default_factory=dict)
-    shares: dict[str, QuotaShare] = field(default_factory=dict)
-    jobs: dict[str, ServiceJob] = field(default_factory=dict)
-    client_tokens: dict[str, tuple[str, str]] = field(default_factory=dict)
+    environments: Table[ServiceEnvironment] = field(default_factory=Table)
+    policies: Table[SchedulingPolicy] = field(default_factory=Table)
+    queues: Table[JobQueue] = field(default_factory=Table)
+    shares: Table[QuotaShare] = field(default_factory=Table)
+    jobs: Table[ServiceJob] = field(default_factory=Table)
+    client_tokens: Table[tuple[str, str]] = field(default_factory=Table)
     """clientToken -> (fingerprint of the request, job id)."""
-    training_jobs: dict[str, TrainingJob] = field(default_factory=dict)
+    training_jobs: Table[TrainingJob] = field(default_factory=Table)
     """Keyed by name, as SageMaker's API is."""
     last_submitted: float = 0.0
-    checkpoints: dict[str, float] = field(default_factory=dict)
+    checkpoints: Table[float] = field(default_factory=Table)
     """Checkpoint S3 URI -> seconds of work saved there."""
 
     def environment(self, name_or_arn: str) -> ServiceEnvironment | None:
@@ -189,7 +193,7 @@ class _Named(Protocol):
 R = TypeVar("R", bound=_Named)
 
 
-def _find(records: dict[str, R], name_or_arn: str) -> R | None:
+def _find(records: Mapping[str, R], name_or_arn: str) -> R | None:
     found = records.get(name_or_arn)
     if found is not None:
         return found

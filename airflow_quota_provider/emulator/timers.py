@@ -8,14 +8,18 @@ service would show, whenever it looks.
 A timer is data, not a closure: a :class:`Timer` names a ``kind`` and its
 JSON-plain ``args``, and the module that set it registered what that kind
 does (:meth:`Timers.on`). So pending timers can be saved with the rest of
-the state (``--state``) and fire after a restart as if nothing happened.
+the state (``--state``) and fire after a restart as if nothing happened;
+they are also kept in a :class:`~.tables.Table` by sequence, so a save
+writes only the timers set or fired since the last.
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
+
+from airflow_quota_provider.emulator.tables import Table
 
 Arg = str | int | float
 Action = Callable[..., None]
@@ -34,6 +38,8 @@ class Timers:
         self._heap: list[tuple[float, int, Timer]] = []
         self._next_sequence = 0
         self._actions: dict[str, Action] = {}
+        self.pending: Table[tuple[float, Timer]] = Table()
+        """``(due, timer)`` of every timer not yet fired, by sequence (as text)."""
 
     def on(self, kind: str, action: Action) -> None:
         """What a timer of ``kind`` does: ``action(*timer.args)``."""
@@ -44,20 +50,18 @@ class Timers:
             sequence = self._next_sequence
         self._next_sequence = max(self._next_sequence, sequence + 1)
         heapq.heappush(self._heap, (due, sequence, timer))
+        self.pending[str(sequence)] = (due, timer)
 
     def next_due(self) -> float | None:
         return self._heap[0][0] if self._heap else None
 
     def pop(self) -> tuple[float, Timer]:
-        due, _, timer = heapq.heappop(self._heap)
+        due, sequence, timer = heapq.heappop(self._heap)
+        del self.pending[str(sequence)]
         return due, timer
 
     def fire(self, timer: Timer) -> None:
         self._actions[timer.kind](*timer.args)
-
-    def pending(self) -> Iterator[tuple[float, int, Timer]]:
-        """Every timer not yet fired, in no particular order."""
-        return iter(self._heap)
 
     def __len__(self) -> int:
         return len(self._heap)

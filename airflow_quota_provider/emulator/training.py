@@ -169,7 +169,8 @@ class TrainingRuntime:
     def in_use(self) -> dict[str, int]:
         """Instances per type held by training jobs that have not ended."""
         used: dict[str, int] = {}
-        for job in self.world.store.training_jobs.values():
+        # Only counts: a scan that noted every job would make the next save encode them all.
+        for job in self.world.store.training_jobs.unnoted().values():
             if job.status in ("InProgress", "Stopping"):
                 for kind, count in job.instances.items():
                     used[kind] = used.get(kind, 0) + count

@@ -3,11 +3,15 @@
 ``world.now`` is the emulated time of whatever is happening: the moment a
 timer fires while catching up, or the clock's time while a request is
 handled. Every timestamp a record gets is read from it.
+
+The account's state is its :meth:`World.tables` (each noting the records
+reached, :mod:`.tables`), ``store.last_submitted`` and ``now``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from airflow_quota_provider.emulator import attempts
 from airflow_quota_provider.emulator.arns import Arns
@@ -15,6 +19,7 @@ from airflow_quota_provider.emulator.clock import EmulatedClock, to_millis
 from airflow_quota_provider.emulator.dispatch import Dispatcher
 from airflow_quota_provider.emulator.faults import Faults
 from airflow_quota_provider.emulator.store import Store
+from airflow_quota_provider.emulator.tables import Table
 from airflow_quota_provider.emulator.timers import Timer, Timers
 from airflow_quota_provider.emulator.training import TrainingRuntime
 
@@ -43,6 +48,26 @@ class World:
         self.dispatcher = Dispatcher(self)
         self.training.on_change = self.dispatcher.training_changed
         self.timers.on(attempts.ATTEMPT_TIMEOUT, lambda *args: attempts.time_out(self, *args))
+
+    def tables(self) -> dict[str, Table[Any]]:
+        """Every table the account's state is made of, by the kind of record it holds."""
+        store = self.store
+        return {
+            "environment": store.environments,
+            "policy": store.policies,
+            "queue": store.queues,
+            "share": store.shares,
+            "job": store.jobs,
+            "training-job": store.training_jobs,
+            "client-token": store.client_tokens,
+            "checkpoint": store.checkpoints,
+            "placement": self.dispatcher.placements,
+            "timer": self.timers.pending,
+        }
+
+    def drain_reached(self) -> dict[str, set[str]]:
+        """The keys of each kind reached since the last drain: all that changed, and more."""
+        return {kind: table.drain() for kind, table in self.tables().items()}
 
     @property
     def now_ms(self) -> int:

@@ -138,6 +138,43 @@ def submit(
     return job_id
 
 
+def create_queue(batch: Any, capacity: int = 8) -> str:
+    """Service environment ``env`` of ``capacity`` p4d, policy ``policy``, quota-managed job
+    queue ``queue``, over the API; returns the queue's ARN."""
+    batch.create_service_environment(
+        serviceEnvironmentName="env",
+        serviceEnvironmentType="SAGEMAKER_TRAINING",
+        capacityLimits=[{"capacityUnit": P4D, "maxCapacity": capacity}],
+    )
+    policy = batch.create_scheduling_policy(
+        name="policy", quotaSharePolicy={"idleResourceAssignmentStrategy": "FIFO"}
+    )
+    queue = batch.create_job_queue(
+        jobQueueName="queue",
+        jobQueueType="SAGEMAKER_TRAINING",
+        priority=1,
+        schedulingPolicyArn=policy["arn"],
+        serviceEnvironmentOrder=[{"order": 1, "serviceEnvironment": "env"}],
+    )
+    arn: str = queue["jobQueueArn"]
+    return arn
+
+
+def create_share(
+    batch: Any, name: str, count: int, strategy: str = "LEND_AND_BORROW", **extra: Any
+) -> str:
+    """Quota share ``name`` of ``count`` p4d in :func:`create_queue`'s queue; returns its ARN."""
+    response = batch.create_quota_share(
+        quotaShareName=name,
+        jobQueue="queue",
+        capacityLimits=[{"capacityUnit": P4D, "maxCapacity": count}],
+        resourceSharingConfiguration={"strategy": strategy, **extra},
+        preemptionConfiguration={"inSharePreemption": "DISABLED"},
+    )
+    arn: str = response["quotaShareArn"]
+    return arn
+
+
 def status(batch: Any, job_id: str) -> str:
     result: str = batch.describe_service_job(jobId=job_id)["status"]
     return result

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from botocore.exceptions import ClientError
 
-from tests.emulator.conftest import G5, P4D, QUEUE
+from tests.emulator.conftest import G5, P4D, QUEUE, create_queue, create_share
 
 ARN = "arn:aws:batch:us-east-1:123456789012"
 
@@ -16,37 +16,6 @@ def _refused(call, **params) -> str:
     assert raised.value.response["Error"]["Code"] == "ClientException"
     message: str = raised.value.response["Error"]["Message"]
     return message
-
-
-def _setup(batch, capacity: int = 8) -> str:
-    batch.create_service_environment(
-        serviceEnvironmentName="env",
-        serviceEnvironmentType="SAGEMAKER_TRAINING",
-        capacityLimits=[{"capacityUnit": P4D, "maxCapacity": capacity}],
-    )
-    policy = batch.create_scheduling_policy(
-        name="policy", quotaSharePolicy={"idleResourceAssignmentStrategy": "FIFO"}
-    )
-    batch.create_job_queue(
-        jobQueueName="queue",
-        jobQueueType="SAGEMAKER_TRAINING",
-        priority=1,
-        schedulingPolicyArn=policy["arn"],
-        serviceEnvironmentOrder=[{"order": 1, "serviceEnvironment": "env"}],
-    )
-    return f"{ARN}:job-queue/queue"
-
-
-def _share(batch, name: str, count: int, strategy: str = "LEND_AND_BORROW", **extra) -> str:
-    response = batch.create_quota_share(
-        quotaShareName=name,
-        jobQueue="queue",
-        capacityLimits=[{"capacityUnit": P4D, "maxCapacity": count}],
-        resourceSharingConfiguration={"strategy": strategy, **extra},
-        preemptionConfiguration={"inSharePreemption": "DISABLED"},
-    )
-    arn: str = response["quotaShareArn"]
-    return arn
 
 
 def test_config_creates_environment_policy_queue_and_shares(endpoint):
@@ -76,8 +45,8 @@ def test_config_creates_environment_policy_queue_and_shares(endpoint):
 
 def test_create_describe_update_delete_a_quota_share(bare_endpoint):
     batch = bare_endpoint.batch
-    queue = _setup(batch)
-    arn = _share(batch, "nlp", 4, borrowLimit=50)
+    queue = create_queue(batch)
+    arn = create_share(batch, "nlp", 4, borrowLimit=50)
     assert arn == f"{queue}/quota-share/nlp"
     batch.tag_resource(resourceArn=arn, tags={"team": "nlp"})
     described = batch.describe_quota_share(quotaShareArn=arn)
@@ -105,18 +74,18 @@ def test_create_describe_update_delete_a_quota_share(bare_endpoint):
 
 def test_quota_share_rules(bare_endpoint):
     batch = bare_endpoint.batch
-    _setup(batch)
-    _share(batch, "nlp", 6)
-    assert _refused(_share, batch=batch, name="nlp", count=1) == (
+    create_queue(batch)
+    create_share(batch, "nlp", 6)
+    assert _refused(create_share, batch=batch, name="nlp", count=1) == (
         "quota share nlp already exists in job queue queue"
     )
-    assert _refused(_share, batch=batch, name="vision", count=3) == (
+    assert _refused(create_share, batch=batch, name="vision", count=3) == (
         f"quota shares of job queue queue would own 9 {P4D}; its service environments have 8"
     )
     assert _refused(
-        _share, batch=batch, name="eval", count=1, strategy="RESERVE", borrowLimit=10
+        create_share, batch=batch, name="eval", count=1, strategy="RESERVE", borrowLimit=10
     ) == ("borrowLimit applies only to LEND_AND_BORROW, not RESERVE")
-    assert _refused(_share, batch=batch, name="bad name!", count=1).startswith(
+    assert _refused(create_share, batch=batch, name="bad name!", count=1).startswith(
         "quotaShareName 'bad name!' is invalid"
     )
     message = _refused(
@@ -134,10 +103,10 @@ def test_quota_share_rules(bare_endpoint):
 
 def test_at_most_twenty_shares_per_queue(bare_endpoint):
     batch = bare_endpoint.batch
-    _setup(batch, capacity=20)
+    create_queue(batch, capacity=20)
     for index in range(20):
-        _share(batch, f"s{index}", 1)
-    assert _refused(_share, batch=batch, name="s20", count=0) == (
+        create_share(batch, f"s{index}", 1)
+    assert _refused(create_share, batch=batch, name="s20", count=0) == (
         "job queue queue already has 20 quota shares, the most allowed"
     )
     listed = batch.list_quota_shares(jobQueue="queue", maxResults=15)
@@ -149,7 +118,7 @@ def test_at_most_twenty_shares_per_queue(bare_endpoint):
 
 def test_job_queue_rules(bare_endpoint):
     batch = bare_endpoint.batch
-    _setup(batch)
+    create_queue(batch)
     assert (
         _refused(
             batch.create_job_queue,
@@ -189,7 +158,7 @@ def test_job_queue_rules(bare_endpoint):
 
 def test_environment_and_policy_lifecycle(bare_endpoint):
     batch = bare_endpoint.batch
-    _setup(batch)
+    create_queue(batch)
     assert _refused(batch.delete_service_environment, serviceEnvironment="env") == (
         "service environment env must be DISABLED before it is deleted"
     )

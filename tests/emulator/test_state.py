@@ -15,12 +15,13 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from airflow_quota_provider.cli import main
 from airflow_quota_provider.emulator import (
     Emulator,
     EmulatorOptions,
@@ -238,8 +239,52 @@ def test_a_state_file_of_another_format_is_refused(tmp_path):
         pass
     with sqlite3.connect(state) as db:
         db.execute("UPDATE rows SET body = '99' WHERE kind = 'meta' AND key = 'format'")
-    with pytest.raises(StateFileError, match="format 99; this version reads 1"):
+    with pytest.raises(StateFileError, match="format 99; this version reads formats 1 and 2"):
         StateFile(state)
+
+
+def _not_sqlite(tmp_path: Path) -> Path:
+    state = tmp_path / "state.sqlite"
+    state.write_text("not an SQLite file")
+    return state
+
+
+def _a_row_not_json(tmp_path: Path) -> Path:
+    state = tmp_path / "state.sqlite"
+    with local_endpoint(TWO_SHARES, time_scale=0, state=state):
+        pass
+    with closing(sqlite3.connect(state)) as db, db:
+        db.execute("UPDATE rows SET body = '{cut short' WHERE kind = 'share'")
+    return state
+
+
+def _a_directory(tmp_path: Path) -> Path:
+    state = tmp_path / "state"
+    state.mkdir()
+    return state
+
+
+def _in_a_missing_directory(tmp_path: Path) -> Path:
+    return tmp_path / "missing" / "state.sqlite"
+
+
+@pytest.mark.parametrize(
+    ("make", "reason"),
+    [
+        (_not_sqlite, "file is not a database"),
+        (_a_row_not_json, "holds rows this version cannot read (JSONDecodeError: "),
+        (_a_directory, "unable to open database file"),
+        (_in_a_missing_directory, "state.sqlite.lock: No such file or directory"),
+    ],
+    ids=["not SQLite", "a row not JSON", "a directory", "in a missing directory"],
+)
+def test_a_state_file_that_cannot_be_used_is_one_line_saying_why(tmp_path, capsys, make, reason):
+    state = make(tmp_path)
+    assert main(["emulator", "--port", "0", "--time-scale", "0", "--state", str(state)]) == 1
+    error = capsys.readouterr().err
+    assert error.startswith(f"{state}: ")
+    assert reason in error
+    assert len(error.splitlines()) == 1
 
 
 def _command() -> list[str]:
