@@ -8,24 +8,19 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from http.server import ThreadingHTTPServer
 
 import pytest
 
 from airflow_quota_provider.pool_manager.gateway import AirflowGateway, Credentials, GatewayError
+from tests.pool_manager.fake_http import JsonHandler
 
 
-class _NotFound(BaseHTTPRequestHandler):
+class _NotFound(JsonHandler):
     def do_POST(self) -> None:
-        self.send_response(404)
-        self.send_header("Content-Length", "0")
-        self.end_headers()
+        self._send({"detail": "Not Found"}, 404)
 
     do_GET = do_POST
-
-    def log_message(self, *args: Any) -> None:
-        pass
 
 
 @pytest.fixture

@@ -11,13 +11,14 @@ import json
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
 
 import pytest
 
 from airflow_quota_provider.pool_manager import gateway as gateway_module
 from airflow_quota_provider.pool_manager.gateway import AirflowGateway, Credentials, GatewayError
+from tests.pool_manager.fake_http import JsonHandler
 
 PAGE = 3
 
@@ -37,7 +38,7 @@ class FakeAirflow(ThreadingHTTPServer):
         return f"http://127.0.0.1:{self.server_address[1]}"
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(JsonHandler):
     server: FakeAirflow
 
     def do_POST(self) -> None:
@@ -60,17 +61,6 @@ class _Handler(BaseHTTPRequestHandler):
         if server.broken:
             return self._send({"task_instances": "not a list"})
         return self._send(answer)
-
-    def _send(self, answer: dict[str, Any]) -> None:
-        data = json.dumps(answer).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args: Any) -> None:
-        pass
 
 
 def ti(n: int) -> dict[str, Any]:

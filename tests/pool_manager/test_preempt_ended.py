@@ -21,7 +21,7 @@ import json
 import threading
 import uuid
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,7 @@ from airflow_quota_provider.pool_manager.gateway import AirflowGateway, Credenti
 from airflow_quota_provider.pool_manager.manager import PoolManager
 from airflow_quota_provider.pool_manager.store import Store
 from tests.core.builders import queue, share
+from tests.pool_manager.fake_http import JsonHandler
 from tests.pool_manager.test_decide import FLEET, VISION, key
 from tests.pool_manager.test_gateway_pages import ti
 
@@ -53,7 +54,7 @@ class FakeAirflow(ThreadingHTTPServer):
         return f"http://127.0.0.1:{self.server_address[1]}"
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(JsonHandler):
     server: FakeAirflow
 
     def do_GET(self) -> None:
@@ -85,17 +86,6 @@ class _Handler(BaseHTTPRequestHandler):
         for task in server.tasks:  # the scheduler queued into the older slots meanwhile
             task["state"] = server.on_change.get(name, {}).get(task["task_id"], task["state"])
         return self._send(pool(name, server.pools.get(name, 0)))
-
-    def _send(self, answer: dict[str, Any]) -> None:
-        data = json.dumps(answer).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args: Any) -> None:
-        pass
 
 
 def pool(name: str, slots: int) -> dict[str, Any]:

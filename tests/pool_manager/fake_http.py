@@ -1,0 +1,22 @@
+"""A quiet request handler answering JSON, for the HTTP servers that stand in for Airflow."""
+
+from __future__ import annotations
+
+import json
+from http.server import BaseHTTPRequestHandler
+from typing import Any
+
+
+class JsonHandler(BaseHTTPRequestHandler):
+    """Answers with :meth:`_send`; logs nothing."""
+
+    def _send(self, answer: dict[str, Any], status: int = 200) -> None:
+        data = json.dumps(answer).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args: Any) -> None:
+        pass
