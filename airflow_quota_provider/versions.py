@@ -9,11 +9,16 @@ from __future__ import annotations
 from packaging.version import Version
 
 
+def release(version: str) -> Version:
+    """``version`` without pre- or post-release parts (``3.1.0rc2`` is 3.1.0)."""
+    return Version(Version(version).base_version)
+
+
 def airflow_version() -> Version:
-    """The installed Airflow's release, without pre- or post-release parts."""
+    """The installed Airflow's release."""
     from airflow import __version__
 
-    return Version(Version(__version__).base_version)
+    return release(__version__)
 
 
 def airflow_at_least(release: str) -> bool:

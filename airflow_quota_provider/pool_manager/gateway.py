@@ -42,6 +42,7 @@ from airflow_quota_provider.core.orphans import TaskSeen
 from airflow_quota_provider.pool_manager.overrides import overrides_of
 from airflow_quota_provider.pool_manager.pools import PoolSlots
 from airflow_quota_provider.pool_manager.tasks import PoolTask, TaskKey, TaskState
+from airflow_quota_provider.versions import release
 
 PAGE_SIZE = 1000
 """Task instances per list call (the batch route takes any page size)."""
@@ -262,8 +263,7 @@ class AirflowGateway:
         if self._clear_takes_note is None:
             api = VersionApi(self._authorized())
             answer = self._call("read Airflow's version", api.get_version)
-            version = Version(Version(str(answer.version)).base_version)
-            self._clear_takes_note = version >= Version("3.3")
+            self._clear_takes_note = release(str(answer.version)) >= Version("3.3")
         return self._clear_takes_note
 
     def _note(self, key: TaskKey, note: str) -> None:
