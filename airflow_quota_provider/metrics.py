@@ -117,3 +117,11 @@ def count_orphans(job_queue: str, by: int) -> None:
     job_queue = job_queue.rsplit("/", 1)[-1]
     name = f"{PREFIX}.{part(job_queue)}.orphans_stopped"
     Stats.incr(name, count=by, tags={"job_queue": job_queue})
+
+
+def count_refusal(job_queue: str) -> None:
+    """Count a change Airflow refused the pool manager of one pools fleet."""
+    from airflow.providers.common.compat.sdk import Stats
+
+    name = f"{PREFIX}.{part(job_queue)}.refusals"
+    Stats.incr(name, tags={"job_queue": job_queue})

@@ -20,3 +20,17 @@ def _environment_restored() -> Iterator[None]:
     if os.environ != saved:
         os.environ.clear()
         os.environ.update(saved)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Where the provider is installed for a compatibility run (``compat/lines.py`` sets
+    ``AIRFLOW_QUOTA_INSTALLED`` to its virtualenv), the tests must import that install,
+    not the source tree beside them."""
+    venv = os.environ.get("AIRFLOW_QUOTA_INSTALLED")
+    if not venv:
+        return
+    import airflow_quota_provider
+
+    found = os.path.realpath(airflow_quota_provider.__file__)
+    if not found.startswith(os.path.realpath(venv) + os.sep):
+        raise pytest.UsageError(f"the tests import the provider from {found}, not from {venv}")

@@ -32,3 +32,9 @@ def postgres_database() -> Iterator[str | None]:
         with admin.cursor() as cursor:
             cursor.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         admin.close()
+
+
+def plain(url: str) -> str:
+    """``url`` as ``pool-manager --help`` shows it, ``postgresql://`` with no driver named
+    (the provider picks an installed one; Airflow's own database keeps ``+psycopg2``)."""
+    return url.replace("postgresql+psycopg2://", "postgresql://", 1)

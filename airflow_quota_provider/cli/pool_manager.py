@@ -144,7 +144,11 @@ def run(args: argparse.Namespace) -> int:
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     metrics.start()
-    store = Store(args.database)
+    try:
+        store = Store(args.database)
+    except ValueError as error:
+        print(f"airflow-quota pool-manager: --database: {error}", file=sys.stderr)
+        return 1
     lease = Lease(store.engine, config.job_queue, args.lease or max(3.0, 1.5 * args.interval))
     gateway = AirflowGateway(url, credentials, write_timeout=lease.write_timeout)
     reconciler = None

@@ -188,9 +188,10 @@ def _pools_backend(args: argparse.Namespace) -> QuotaBackend:
         )
     try:
         url, credentials = airflow_api(args.conn_id, args.api_url, args.username)
+        store = Store(args.database)
     except ValueError as error:
         raise ViewError(str(error)) from None
-    return PoolsBackend(Fleet.of(config), AirflowGateway(url, credentials), Store(args.database))
+    return PoolsBackend(Fleet.of(config), AirflowGateway(url, credentials), store)
 
 
 def _gateway_error() -> type[Exception]:

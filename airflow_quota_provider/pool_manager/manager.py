@@ -24,6 +24,13 @@ When Airflow cannot be reached or answers errors, the cycle stops where it is
 (nothing half-decided is applied), no pool grows while the manager cannot see,
 and it retries with a growing delay, saying so.
 
+When Airflow refuses a change (a clear, a fail or a pool answered with a 4xx), asking
+again would get the same answer: the manager logs an error naming the call and
+Airflow's answer, sets back the pools that cycle had shrunk (so no pool stays shut
+for a preemption that cannot happen), counts it (``refusals``), and keeps it in its
+database, where ``status``, ``explain`` and the page show it until a cycle applies
+all its decisions again.
+
 With a :class:`~airflow_quota_provider.pool_manager.lease.Lease`, several managers
 run for one fleet and only the lease's holder cycles; it checks the lease before
 each change it makes and stops where it is once it can no longer be sure it leads.
@@ -58,6 +65,14 @@ MAX_BACKOFF_SECONDS = 60.0
 
 class LeaseLost(RuntimeError):
     """The manager can no longer be sure it leads: it must stop changing anything."""
+
+
+class Refused(RuntimeError):
+    """Airflow refused one of the cycle's changes; the cycle's pool changes were undone."""
+
+    def __init__(self, error: GatewayError) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 @dataclass(frozen=True)
@@ -172,13 +187,37 @@ class PoolManager:
         self.reconcile_every = reconcile_every
         self._reconciled = float("-inf")
         self.restarting = RestartingWatch()
+        self._shrunk: dict[str, PoolSlots] = {}
+        """The pools this cycle has shrunk so far, as they were before."""
+        self._refused: bool | None = None
+        """Whether a refusal is on record (``None``: not known since start)."""
 
     def cycle(self) -> CycleReport:
+        """One cycle; :class:`Refused` if Airflow refused one of its changes."""
         calls = self.gateway.calls
         now = self.clock()
         observed = observe(self.fleet, self.gateway, self.store, now, self.external)
         plan = observed.plan
         pools = self.gateway.pools()
+        self._shrunk = {}
+        try:
+            changed = self._apply(observed, pools, now)
+        except GatewayError as error:
+            if not error.refused:
+                raise
+            self._undo(error, now)
+            raise Refused(error) from None
+        if self._refused is not False:
+            self.store.resolve_refusals(_moment(now))
+            self._refused = False
+        report = CycleReport(plan, self.gateway.calls - calls, changed)
+        self.store.record_cycle(plan, report.calls, _moment(now))
+        metrics.emit(fleet_gauges(self.fleet, observed.tasks, plan))
+        return report
+
+    def _apply(self, observed: Observed, pools: dict[str, PoolSlots], now: float) -> int:
+        """Apply the cycle's plan in the safe order; how many pools changed."""
+        plan = observed.plan
         changed = self._set_pools(plan, pools, grow=False)
         for stop in plan.stop:
             self._preempt(stop, now)
@@ -193,10 +232,26 @@ class PoolManager:
             changed += self._set_pools(plan, pools, grow=True)
         for task in self.restarting.stuck(observed.read, now):
             self._clear_again(task, now)
-        report = CycleReport(plan, self.gateway.calls - calls, changed)
-        self.store.record_cycle(plan, report.calls, _moment(now))
-        metrics.emit(fleet_gauges(self.fleet, observed.tasks, plan))
-        return report
+        return changed
+
+    def _undo(self, error: GatewayError, now: float) -> None:
+        """Airflow refused a change: say so, set back the pools this cycle shrank (their
+        victims were not all stopped), and keep the refusal for ``status`` and the page."""
+        log.error(
+            "Airflow refused to %s (%s); setting back the %d pool(s) this cycle shrank",
+            error.what,
+            error.detail,
+            len(self._shrunk),
+        )
+        for name, before in self._shrunk.items():
+            try:
+                self._may_change(f"set pool {name} back to {before.slots} slots")
+                self.gateway.set_pool(name, before.slots, self.fleet.description(name))
+            except (GatewayError, LeaseLost) as failed:
+                log.error("could not set pool %s back to %d slots: %s", name, before.slots, failed)
+        self.store.record_refusal(error.what, error.status or 0, error.detail, _moment(now))
+        self._refused = True
+        metrics.count_refusal(self.fleet.config.job_queue)
 
     def run(self, interval: float, should_stop: Callable[[], bool] = lambda: False) -> None:
         """Cycle every ``interval`` seconds until ``should_stop()``; survive Airflow outages."""
@@ -217,6 +272,11 @@ class PoolManager:
                 report = self.cycle()
             except LeaseLost as error:
                 log.warning("stopped acting: %s", error)
+                continue
+            except Refused:
+                backoff = min(MAX_BACKOFF_SECONDS, max(interval, backoff * 2))
+                log.error("trying the cycle again in %g s", backoff)
+                _sleep(backoff, should_stop)
                 continue
             except (GatewayError, ExternalWorkUnknown) as error:
                 backoff = min(MAX_BACKOFF_SECONDS, max(interval, backoff * 2))
@@ -362,6 +422,8 @@ class PoolManager:
             if not have.include_deferred:
                 log.warning("restoring include_deferred of pool %s, turned off by hand", name)
             self.gateway.set_pool(name, slots, description)
+            if slots < have.slots:
+                self._shrunk[name] = have
             changed += 1
         return changed
 

@@ -11,7 +11,10 @@ restarted manager rebuilds the rest from Airflow:
   task's reason and since when (every task behind it waits for it), and how
   many wait;
 - ``quota_cycle``: each cycle that started, preempted or failed a task, with
-  how many REST calls it made.
+  how many REST calls it made;
+- ``quota_refusal``: each change Airflow refused (a clear, a fail, a pool), with
+  its answer, until a cycle applies all its decisions again: what ``status``, the
+  page and ``explain`` show while the manager cannot apply its decisions.
 
 It writes only what changed: a cycle that decides nothing and whose shares'
 heads wait as before writes nothing (a manager cycling every few seconds over
@@ -36,7 +39,6 @@ from sqlalchemy import (
     Table,
     Text,
     TypeDecorator,
-    create_engine,
     delete,
     func,
     insert,
@@ -49,6 +51,7 @@ from sqlalchemy.engine import Dialect, Engine, Row
 from sqlalchemy.sql import Select
 
 from airflow_quota_provider.pool_manager import DEFAULT_DATABASE_URL
+from airflow_quota_provider.pool_manager.database import engine_for
 from airflow_quota_provider.pool_manager.decide import PoolPlan, Stop
 from airflow_quota_provider.pool_manager.tasks import TaskKey
 
@@ -130,6 +133,17 @@ _CYCLE = Table(
     Column("calls", Integer, nullable=False),
 )
 
+_REFUSAL = Table(
+    "quota_refusal",
+    _METADATA,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("at", UtcDateTime(), nullable=False),
+    Column("call", Text, nullable=False),
+    Column("status", Integer, nullable=False),
+    Column("answer", Text, nullable=False),
+    Column("resolved_at", UtcDateTime(), nullable=True),
+)
+
 
 @dataclass(frozen=True)
 class _TaskRecord:
@@ -190,11 +204,36 @@ class CycleRow:
     calls: int
 
 
+@dataclass(frozen=True)
+class RefusalRow:
+    """A change Airflow refused (``quota_refusal``)."""
+
+    id: int
+    at: datetime
+    call: str
+    """The call in words, e.g. ``clear d/r/t``."""
+    status: int
+    """The HTTP status Airflow answered (4xx)."""
+    answer: str
+    """What Airflow said."""
+    resolved_at: datetime | None
+    """When a cycle next applied all its decisions (``None``: not yet)."""
+
+    def message(self) -> str:
+        return (
+            f"the pool manager cannot apply its decisions: Airflow refused to {self.call} "
+            f"at {self.at:%Y-%m-%d %H:%M:%S} UTC ({self.answer}); it undid that cycle's pool "
+            "changes and tries again each cycle"
+        )
+
+
 class Store:
     """The manager's records in one database."""
 
     def __init__(self, url: str = DEFAULT_URL) -> None:
-        self.engine: Engine = create_engine(url, future=True)
+        """:class:`~airflow_quota_provider.pool_manager.database.DatabaseUrlError` if
+        ``url`` cannot be used (see :mod:`~airflow_quota_provider.pool_manager.database`)."""
+        self.engine: Engine = engine_for(url)
         _METADATA.create_all(self.engine)
         _add_missing_columns(self.engine)
 
@@ -332,6 +371,32 @@ class Store:
                     )
                 )
 
+    def record_refusal(self, call: str, status: int, answer: str, at: datetime) -> None:
+        """Keep a change Airflow refused, until :meth:`resolve_refusals`."""
+        with self.engine.begin() as connection:
+            connection.execute(
+                insert(_REFUSAL).values(at=at, call=call, status=status, answer=answer)
+            )
+
+    def resolve_refusals(self, at: datetime) -> None:
+        """A cycle applied all its decisions: the refusals before are over."""
+        table = _REFUSAL.c
+        with self.engine.begin() as connection:
+            connection.execute(
+                update(_REFUSAL).where(table.resolved_at.is_(None)).values(resolved_at=at)
+            )
+
+    def refusal(self) -> RefusalRow | None:
+        """The latest refusal not yet followed by a cycle that applied all its decisions."""
+        table = _REFUSAL.c
+        query = select(_REFUSAL).where(table.resolved_at.is_(None)).order_by(table.id.desc())
+        found = self._read(query.limit(1), RefusalRow)
+        return found[0] if found else None
+
+    def refusals(self, limit: int = 100) -> list[RefusalRow]:
+        """The latest refusals, newest first."""
+        return self._read(select(_REFUSAL).order_by(_REFUSAL.c.id.desc()).limit(limit), RefusalRow)
+
     def waiting(self) -> list[WaitingRow]:
         """What each share waits for, by share."""
         return self._read(select(_WAITING).order_by(_WAITING.c.share), WaitingRow)
@@ -345,7 +410,7 @@ class Store:
             return _records(connection.execute(query), kind)
 
 
-_Record = TypeVar("_Record", PreemptionRow, WaitingRow, CycleRow)
+_Record = TypeVar("_Record", PreemptionRow, WaitingRow, CycleRow, RefusalRow)
 
 
 def _records(rows: Iterable[Row[Any]], kind: type[_Record]) -> list[_Record]:

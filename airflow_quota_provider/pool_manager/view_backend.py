@@ -92,6 +92,9 @@ class PoolsBackend:
         view = pools_view(
             self.fleet, seen.tasks, seen.plan, now, seen.preemptions, self.store.events()
         )
+        refusal = self.store.refusal()
+        if refusal is not None:
+            view = replace(view, alerts=[refusal.message()])
         if self.ttl > 0:
             self._cached = (time.monotonic() + self.ttl, view)
         return view

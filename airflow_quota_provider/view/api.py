@@ -54,6 +54,7 @@ class QueueOverview:
     utilization: list[UtilizationPoint]
     waiting: int
     running: int
+    alerts: list[str]
 
 
 def create_app(
@@ -144,6 +145,7 @@ def _api(router: APIRouter, data: Callable[[], QuotaBackend]) -> None:
             view.utilization,
             len(view.waiting),
             len(view.running),
+            view.alerts,
         )
 
     @router.get(f"{API}/queues/{{queue}}/shares", summary="Its shares", tags=["GPU Quotas"])

@@ -28,7 +28,8 @@ def _summary(job: JobView, view: QueueView) -> str:
 
 
 def _details(job: JobView, view: QueueView) -> list[str]:
-    lines = [f"{view.kind} {view.name}, share {job.share}, priority {_text(job.priority)}"]
+    lines = [f"ALERT: {alert}" for alert in view.alerts]
+    lines.append(f"{view.kind} {view.name}, share {job.share}, priority {_text(job.priority)}")
     if job.status == "RUNNABLE":
         place = (
             f"position {job.position} of the queue's dispatch order"

@@ -184,6 +184,9 @@ class QueueView:
     utilization: list[UtilizationPoint] = field(default_factory=list)
     kind: str = "job queue"
     """What the view calls it: ``job queue`` (AWS Batch) or ``fleet`` (a pools fleet)."""
+    alerts: list[str] = field(default_factory=list)
+    """What keeps the fleet from being run as the view shows, e.g. a change Airflow
+    refused the pool manager: ``status``, ``explain`` and the page show them first."""
 
     def jobs(self) -> list[JobView]:
         return [*self.waiting, *self.running]

@@ -50,6 +50,7 @@ def status_lines(view: QueueView, style: Style) -> list[str]:
     )
     lines = [
         style.bold(f"{view.kind} {view.name} ({view.state}) at {when(view.now)}"),
+        *(style.alert(f"ALERT: {alert}") for alert in view.alerts),
         f"capacity: {capacity or 'none'}",
     ]
     for share in view.shares:

@@ -9,13 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import create_engine, text
+from sqlalchemy import text
 from sqlalchemy.engine import Row
 
 from airflow_quota_provider.demo.airflow_api import AirflowApi, AirflowApiError
 from airflow_quota_provider.demo.processes import Processes, wait_for
 from airflow_quota_provider.demo.stack import Stack, StackSettings
-from tests.postgres import postgres_database
+from airflow_quota_provider.pool_manager.database import engine_for
+from tests.postgres import plain, postgres_database
 
 HERE = Path(__file__).resolve().parent
 REDIS = "redis://127.0.0.1:6379/{database}"
@@ -34,12 +35,12 @@ def managers_db() -> Iterator[str]:
     for url in postgres_database():
         if url is None:
             pytest.skip("no PostgreSQL answers at 127.0.0.1:5432: managers in HA need it")
-        yield url
+        yield plain(url)
 
 
 def query(url: str, sql: str) -> list[Row[Any]]:
     """The rows of one query on the database at ``url``."""
-    engine = create_engine(url)
+    engine = engine_for(url)
     try:
         with engine.connect() as connection:
             return list(connection.execute(text(sql)).all())

@@ -24,6 +24,7 @@ import pytest
 from airflow_quota_provider.demo.processes import wait_for
 from airflow_quota_provider.demo.stack import Stack
 from airflow_quota_provider.pool_manager.gateway import AirflowGateway, Credentials
+from airflow_quota_provider.versions import release
 from tests.pool_manager.conftest import (
     HERE,
     managed_stack,
@@ -138,6 +139,9 @@ def test_the_gateway_reads_what_the_manager_reads(stack: Stack) -> None:
     assert gateway.task_instances(["quota-vision-gpu", "quota-nlp-gpu"]) == []
     assert time.monotonic() - started < 10
     assert gateway.calls == 3, "one login, one pools page, one task-instance page"
+    from airflow import __version__
+
+    assert gateway.version() == release(__version__)  # what shapes its clears
 
 
 def test_status_explain_and_events_show_the_pools_fleet(stack: Stack) -> None:

@@ -9,9 +9,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from sqlalchemy import create_engine, text
+from sqlalchemy import text
 
 from airflow_quota_provider.core import PreemptionKind
+from airflow_quota_provider.pool_manager.database import engine_for
 from airflow_quota_provider.pool_manager.decide import Stop, decide
 from airflow_quota_provider.pool_manager.external import (
     ExternalWorkUnknown,
@@ -126,7 +127,7 @@ def test_the_manager_keeps_a_victims_slots_until_its_job_stopped(
 
 def test_a_database_of_an_earlier_version_gains_the_new_columns(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'old.db'}"
-    with create_engine(url).begin() as connection:
+    with engine_for(url).begin() as connection:
         connection.execute(
             text(
                 "CREATE TABLE quota_preemption (id INTEGER PRIMARY KEY, at DATETIME, "

@@ -10,12 +10,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import create_engine
 from sqlalchemy.engine import Engine
 
 from airflow_quota_provider.cli import main
+from airflow_quota_provider.pool_manager.database import engine_for
 from airflow_quota_provider.pool_manager.lease import Lease
-from tests.postgres import postgres_database
+from tests.postgres import plain, postgres_database
 
 HERE = Path(__file__).resolve().parent
 SECONDS = 0.6
@@ -29,7 +29,7 @@ def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     for found in postgres_database():
         if found is None:
             pytest.skip("no PostgreSQL answers at 127.0.0.1:5432")
-        yield found
+        yield plain(found)
 
 
 @pytest.fixture
@@ -37,7 +37,7 @@ def engines(url: str) -> Iterator[Callable[[], Engine]]:
     made: list[Engine] = []
 
     def make() -> Engine:
-        made.append(create_engine(url))
+        made.append(engine_for(url))
         return made[-1]
 
     yield make
@@ -158,8 +158,8 @@ def test_a_leader_cut_off_from_postgresql_stops_acting_before_another_takes_over
         if url is None:
             pytest.skip("no PostgreSQL answers at 127.0.0.1:5432")
         cable = Cable()
-        cut_off = create_engine(url.replace("127.0.0.1:5432", f"127.0.0.1:{cable.port}"))
-        direct = create_engine(url)
+        cut_off = engine_for(url.replace("127.0.0.1:5432", f"127.0.0.1:{cable.port}"))
+        direct = engine_for(url)
         try:
             first = Lease(cut_off, "gpus", SECONDS, holder="first")
             second = Lease(direct, "gpus", SECONDS, holder="second")
@@ -184,7 +184,7 @@ def test_on_sqlite_a_second_manager_refuses_to_start_naming_the_one_that_leads(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     database = f"sqlite:///{tmp_path / 'manager.db'}"
-    engine = create_engine(database)
+    engine = engine_for(database)
     running = Lease(engine, "gpus", 1.0, holder="host-a:41:abc")
     assert running.try_acquire()
     running.start()

@@ -14,7 +14,7 @@ from airflow_quota_provider.pool_manager.decide import Stop, decide
 from airflow_quota_provider.pool_manager.store import Store
 from airflow_quota_provider.pool_manager.tasks import TaskKey
 from tests.pool_manager.test_decide import FLEET, NLP, RESTARTING, RUNNING, VISION, key, task
-from tests.postgres import postgres_database
+from tests.postgres import plain, postgres_database
 
 AT = datetime(2026, 12, 3, 7, 0, tzinfo=UTC)
 VICTIM, URGENT = TaskKey("d", "r1", "low"), TaskKey("d", "r1", "urgent", 3)
@@ -28,7 +28,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     for url in postgres_database():
         if url is None:
             pytest.skip("no PostgreSQL answers at 127.0.0.1:5432")
-        store = Store(url)
+        store = Store(plain(url))
         yield store
         store.engine.dispose()
 

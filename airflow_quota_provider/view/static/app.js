@@ -175,6 +175,11 @@ async function explain(jobId) {
   } catch (error) { showError(error); }
 }
 
+function drawAlerts(alerts) {
+  $("alerts").hidden = !alerts.length;
+  $("alerts").replaceChildren(...alerts.map((alert) => el("p", {}, alert)));
+}
+
 function showError(error) {
   $("error").hidden = false;
   $("error").textContent = String(error.message || error);
@@ -188,7 +193,7 @@ async function refresh() {
       get(`queues/${q(name)}`), get(`queues/${q(name)}/shares`), get(`queues/${q(name)}/jobs?state=waiting`),
       get(`queues/${q(name)}/jobs?state=running`), get(`queues/${q(name)}/events?limit=50`)]);
     drawCapacity(queue); drawShares(shares, queue.capacity); drawJobs(waiting, running);
-    drawEvents(events); drawUtilization(queue);
+    drawEvents(events); drawUtilization(queue); drawAlerts(queue.alerts || []);
     $("updated").textContent = `as of ${when(queue.now)}`;
     $("error").hidden = true;
   } catch (error) { showError(error); }

@@ -1,0 +1,209 @@
+"""A change Airflow refuses is loud and undone.
+
+An HTTP server stands in for an api-server that refuses every clear as Airflow
+3.1's does a clear carrying a ``note`` (422 ``extra_forbidden``). The real
+manager, store, view and text run against it: the reclaim's victim pool is set
+back to what it was, the refusal is logged as an error naming the call and
+Airflow's answer, counted, and shown by ``status``, ``explain`` and the API until a
+cycle applies all its decisions again.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Iterator
+from http.server import ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+import pytest
+
+from airflow_quota_provider.pool_manager.fleet import Fleet
+from airflow_quota_provider.pool_manager.gateway import AirflowGateway, Credentials
+from airflow_quota_provider.pool_manager.manager import PoolManager, Refused
+from airflow_quota_provider.pool_manager.store import Store
+from airflow_quota_provider.pool_manager.view_backend import PoolsBackend
+from airflow_quota_provider.view.text import Style, explanation_lines, status_lines
+from tests.core.builders import queue, share
+from tests.pool_manager.fake_http import JsonHandler
+from tests.view.test_metrics import StatsdListener, statsd  # noqa: F401
+
+REFUSAL = {
+    "detail": [
+        {
+            "type": "extra_forbidden",
+            "loc": ["body", "note"],
+            "msg": "Extra inputs are not permitted",
+            "input": "Cleared by the quota pool manager",
+        }
+    ]
+}
+VICTIM = "borrow/r1/train"
+OWNER = "own/r1/train"
+
+
+class RefusingAirflow(ThreadingHTTPServer):
+    """Pools and task instances in memory; every clear is refused while ``refuse``."""
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.pools: dict[str, dict[str, Any]] = {}
+        self.tis: list[dict[str, Any]] = []
+        self.refuse = True
+        self.cleared: list[str] = []
+        self.pool_changes: list[tuple[str, int]] = []
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+
+class _Handler(JsonHandler):
+    server: RefusingAirflow
+
+    def _body(self) -> Any:
+        length = int(self.headers.get("Content-Length") or 0)
+        return json.loads(self.rfile.read(length) or b"{}")
+
+    def do_GET(self) -> None:
+        route = unquote(urlparse(self.path).path)
+        if route == "/api/v2/version":
+            return self._send({"version": "3.1.8", "git_version": None})
+        if route == "/api/v2/pools":
+            pools = list(self.server.pools.values())
+            return self._send({"pools": pools, "total_entries": len(pools)})
+        for ti in self.server.tis:
+            if route.endswith(f"/dagRuns/{ti['dag_run_id']}/taskInstances/{ti['task_id']}"):
+                return self._send(ti)
+        return self._send({"detail": "Not Found"}, 404)
+
+    def do_POST(self) -> None:
+        body = self._body()
+        route = unquote(urlparse(self.path).path)
+        if route == "/auth/token":
+            return self._send({"access_token": "x.eyJleHAiOiA0MTAyNDQ0ODAwfQ.y"}, 201)
+        if route.endswith("/taskInstances/list"):
+            tis = [ti for ti in self.server.tis if ti["pool"] in body["pool"]]
+            return self._send({"task_instances": tis, "total_entries": len(tis)})
+        if route.endswith("/clearTaskInstances"):
+            if self.server.refuse:
+                return self._send(REFUSAL, 422)
+            self.server.cleared.append(body["task_ids"][0])
+            return self._send({"task_instances": [], "total_entries": 0})
+        return self._send({"detail": "Not Found"}, 404)
+
+    def do_PATCH(self) -> None:
+        body = self._body()
+        name = unquote(urlparse(self.path).path).rsplit("/", 1)[-1]
+        if name in self.server.pools:
+            self.server.pools[name].update(slots=body["slots"])
+            self.server.pool_changes.append((name, body["slots"]))
+            return self._send(self.server.pools[name])
+        self._send({"note": body.get("note")})
+
+
+def ti(dag_id: str, pool: str, slots: int, state: str, started: str | None) -> dict[str, Any]:
+    return {
+        "dag_id": dag_id,
+        "dag_run_id": "r1",
+        "task_id": "train",
+        "map_index": -1,
+        "pool": pool,
+        "pool_slots": slots,
+        "priority_weight": 1,
+        "logical_date": "2026-12-04T10:00:00Z",
+        "state": state,
+        "start_date": started,
+        "try_number": 1,
+        "executor_config": "{}",
+    }
+
+
+@pytest.fixture
+def airflow() -> Iterator[RefusingAirflow]:
+    server = RefusingAirflow()
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+def pool(name: str, slots: int, fleet: Fleet) -> dict[str, Any]:
+    return {
+        "name": name,
+        "slots": slots,
+        "include_deferred": True,
+        "description": fleet.description(name),
+    }
+
+
+def test_a_refused_clear_sets_the_shrunk_pool_back_and_is_shown_until_a_cycle_succeeds(
+    airflow: RefusingAirflow,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    statsd: StatsdListener,  # noqa: F811
+) -> None:
+    config = queue(
+        share("own").capacity(gpu=4).lend_and_borrow(),
+        share("borrow").capacity(gpu=4).lend_and_borrow(),
+        gpu=8,
+    )
+    fleet = Fleet.of(config)
+    own, borrow = fleet.pool_of("own", "gpu"), fleet.pool_of("borrow", "gpu")
+    airflow.pools = {own: pool(own, 0, fleet), borrow: pool(borrow, 6, fleet)}
+    airflow.tis = [
+        ti("borrow", borrow, 6, "running", "2026-12-04T10:00:00Z"),
+        ti("own", own, 4, "scheduled", None),
+    ]
+    store = Store(f"sqlite:///{tmp_path / 'pm.db'}")
+    gateway = AirflowGateway(airflow.url, Credentials("manager", "secret"))
+    manager = PoolManager(fleet, gateway, store, clock=lambda: 1_796_400_000.0)
+
+    with caplog.at_level(logging.ERROR), pytest.raises(Refused):
+        manager.cycle()
+
+    # shrunk for the reclaim, then set back once the clear was refused
+    assert airflow.pool_changes == [(borrow, 0), (borrow, 6)]
+    assert airflow.pools[borrow]["slots"] == 6 and airflow.pools[own]["slots"] == 0
+    assert store.events() == []  # no preemption happened
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert errors[0].startswith(
+        f"Airflow refused to clear {VICTIM} (answered 422 Unprocessable Entity: "
+        "[{'type': 'extra_forbidden', 'loc': ['body', 'note']"
+    )
+    assert errors[0].endswith("setting back the 1 pool(s) this cycle shrank")
+    assert "airflow.quota_provider.q.refusals:1|c" in statsd.received()
+
+    backend = PoolsBackend(fleet, gateway, store)
+    view = backend.queue("q")
+    assert len(view.alerts) == 1
+    alert = view.alerts[0]
+    assert alert.startswith(
+        f"the pool manager cannot apply its decisions: Airflow refused to clear {VICTIM} at "
+        "2026-12-04 "
+    )
+    assert "answered 422 Unprocessable Entity" in alert
+    assert alert.endswith("it undid that cycle's pool changes and tries again each cycle")
+    assert status_lines(view, Style())[1] == f"ALERT: {alert}"
+    assert explanation_lines(backend.explain(OWNER), Style())[1] == f"  ALERT: {alert}"
+
+    airflow.refuse = False  # the cause is gone: the next cycle applies everything
+    manager.cycle()
+    assert airflow.cleared == ["train"]
+    assert [row.note for row in store.events()] != []
+    assert store.refusal() is None
+    assert PoolsBackend(fleet, gateway, store).queue("q").alerts == []
+    assert store.refusals()[0].resolved_at is not None
+
+
+def test_a_failure_to_reach_airflow_is_not_a_refusal(tmp_path: Path) -> None:
+    config = queue(share("own").capacity(gpu=4).lend_and_borrow(), gpu=4)
+    gateway = AirflowGateway("http://127.0.0.1:9", Credentials("manager", "secret"), timeout=1)
+    manager = PoolManager(Fleet.of(config), gateway, Store(f"sqlite:///{tmp_path / 'pm.db'}"))
+    with pytest.raises(Exception, match="unreachable") as raised:
+        manager.cycle()
+    assert not isinstance(raised.value, Refused)
+    assert manager.store.refusal() is None
