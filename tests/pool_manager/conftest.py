@@ -173,6 +173,11 @@ def wait_state(
     """Wait until the ``train`` task of a run is in ``state``."""
 
     def reached() -> bool:
-        return task_instance(stack.api, dag_id, run_id, "train")["state"] == state
+        try:
+            return task_instance(stack.api, dag_id, run_id, "train")["state"] == state
+        except AirflowApiError as error:
+            if error.status == 404:  # the scheduler has not made the run's task yet
+                return False
+            raise
 
     wait_for(what, reached, timeout, stack.processes)

@@ -20,12 +20,14 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 import pytest
+from fastapi.testclient import TestClient
 
 from airflow_quota_provider.pool_manager.fleet import Fleet
 from airflow_quota_provider.pool_manager.gateway import AirflowGateway, Credentials
 from airflow_quota_provider.pool_manager.manager import PoolManager, Refused
 from airflow_quota_provider.pool_manager.store import Store
 from airflow_quota_provider.pool_manager.view_backend import PoolsBackend
+from airflow_quota_provider.view.api import create_app
 from airflow_quota_provider.view.text import Style, explanation_lines, status_lines
 from tests.core.builders import queue, share
 from tests.pool_manager.fake_http import JsonHandler
@@ -188,6 +190,8 @@ def test_a_refused_clear_sets_the_shrunk_pool_back_and_is_shown_until_a_cycle_su
     assert "answered 422 Unprocessable Entity" in alert
     assert alert.endswith("it undid that cycle's pool changes and tries again each cycle")
     assert status_lines(view, Style())[1] == f"ALERT: {alert}"
+    api = TestClient(create_app(lambda: backend, lambda: None))
+    assert api.get("/api/v1/queues/q").json()["alerts"] == [alert]  # the page draws these
     assert explanation_lines(backend.explain(OWNER), Style())[1] == f"  ALERT: {alert}"
 
     airflow.refuse = False  # the cause is gone: the next cycle applies everything
