@@ -34,7 +34,7 @@ unit: $(STAMP)
 
 # The other supported Airflow release lines, each in .venv-compat/LINE (compat/lines.py).
 test-compat: $(STAMP)
-	$(BIN)/python compat/lines.py test $(LINES)
+	$(BIN)/python -m compat.lines test $(LINES) $(if $(HOW),--how $(HOW),)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/engine.py
