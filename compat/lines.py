@@ -146,7 +146,7 @@ def uv() -> str:
 def lock(line: Line) -> None:
     """Pin the line's packages into its constraints file."""
     wanted = FOLDER / f".requirements-{line.name}.in"
-    wanted.write_text("\n".join([f"apache-airflow=={line.airflow}", "-e .", *TOOLS]) + "\n")
+    wanted.write_text("\n".join([f"apache-airflow=={line.airflow}", "-e .[postgres]", *TOOLS]) + "\n")
     floating = [f"--exclude-newer-package={name}={time.strftime('%Y-%m-%d')}" for name in FLOATING]
     try:
         subprocess.run(
