@@ -17,12 +17,13 @@ hold a secret: each source reads its connection itself, where it runs.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from functools import cached_property
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from airflow_quota_provider.core.model import Backend, QueueConfig
-from airflow_quota_provider.hooks.batch import BatchQuotaHook
 from airflow_quota_provider.pool_manager import DEFAULT_API_CONN_ID
+
+if TYPE_CHECKING:
+    from airflow_quota_provider.hooks.batch import BatchQuotaHook
 
 
 class HeadroomSource(ABC):
@@ -42,6 +43,14 @@ class HeadroomSource(ABC):
     @abstractmethod
     def serialize(self) -> dict[str, Any]:
         """The keyword arguments of :func:`headroom_source` that rebuild this source."""
+
+    @abstractmethod
+    async def prepare(self) -> None:
+        """Get ready to answer in a trigger: read the connection on the triggerer's event
+        loop (:mod:`~airflow_quota_provider.triggers.connections`) and build the client in
+        a thread, so that :meth:`config` and :meth:`headroom` may then run in a thread
+        without asking Airflow anything. A worker needs none of it: there they read the
+        connection themselves when first asked."""
 
 
 class BatchHeadroom(HeadroomSource):
@@ -70,15 +79,29 @@ class BatchHeadroom(HeadroomSource):
         self.region_name = region_name
         self.verify = verify
         self.botocore_config = botocore_config
+        self._hook: BatchQuotaHook | None = None
 
-    @cached_property
+    @property
     def hook(self) -> BatchQuotaHook:
-        return BatchQuotaHook(
-            aws_conn_id=self.aws_conn_id,
-            region_name=self.region_name,
-            verify=self.verify,
-            config=self.botocore_config,
-        )
+        if self._hook is None:
+            from airflow_quota_provider.hooks.batch import BatchQuotaHook
+
+            self._hook = BatchQuotaHook(**self._hook_arguments())
+        return self._hook
+
+    def _hook_arguments(self) -> dict[str, Any]:
+        return {
+            "aws_conn_id": self.aws_conn_id,
+            "region_name": self.region_name,
+            "verify": self.verify,
+            "config": self.botocore_config,
+        }
+
+    async def prepare(self) -> None:
+        from airflow_quota_provider.triggers.base import batch_quota_hook
+        from airflow_quota_provider.triggers.connections import aws_hook
+
+        self._hook = await aws_hook(batch_quota_hook, **self._hook_arguments())
 
     def config(self) -> QueueConfig:
         return self.hook.queue_config(self.job_queue)

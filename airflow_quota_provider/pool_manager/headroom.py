@@ -8,10 +8,11 @@ holds its slots until its process is gone).
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Iterable
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.providers.common.compat.sdk import AirflowNotFoundException, BaseHook
 
@@ -23,8 +24,10 @@ from airflow_quota_provider.headroom import HeadroomSource
 from airflow_quota_provider.pool_manager import DEFAULT_API_CONN_ID
 from airflow_quota_provider.pool_manager.decide import running_jobs
 from airflow_quota_provider.pool_manager.fleet import Fleet
-from airflow_quota_provider.pool_manager.gateway import AirflowGateway, api_of
 from airflow_quota_provider.pool_manager.tasks import PoolTask
+
+if TYPE_CHECKING:
+    from airflow_quota_provider.pool_manager.gateway import AirflowGateway, ApiConnection
 
 
 def fleet_headroom(
@@ -53,8 +56,9 @@ def pools_fleet(path: str) -> Fleet:
 class PoolsHeadroom(HeadroomSource):
     """A pools fleet: its config file, and its pools' task instances from Airflow's REST API.
 
-    The file is read once, the connection when the first headroom is asked for
-    (where the source runs: a worker or the triggerer).
+    The file is read once, the connection when the first headroom is asked for in a
+    worker, or by :meth:`prepare` in the triggerer. The REST client (urllib3) is imported
+    only then too, not while Airflow imports the trigger on the triggerer's event loop.
 
     :param fleet_config: the path of the quota config (``backend: airflow_pools``).
     :param airflow_api_conn_id: the Airflow connection to the api-server: its URL and a
@@ -68,24 +72,45 @@ class PoolsHeadroom(HeadroomSource):
     ) -> None:
         self.fleet_config = fleet_config
         self.airflow_api_conn_id = airflow_api_conn_id
+        self._gateway: AirflowGateway | None = None
 
     @cached_property
     def fleet(self) -> Fleet:
         return pools_fleet(self.fleet_config)
 
-    @cached_property
+    @property
     def gateway(self) -> AirflowGateway:
+        if self._gateway is None:
+            try:
+                conn = BaseHook.get_connection(self.airflow_api_conn_id)
+            except AirflowNotFoundException:
+                raise self._missing() from None
+            self._gateway = self._gateway_of(conn)
+        return self._gateway
+
+    async def prepare(self) -> None:
+        from airflow_quota_provider.triggers.connections import get_connection
+
+        if self._gateway is None:
+            try:
+                conn = await get_connection(self.airflow_api_conn_id)
+            except AirflowNotFoundException:
+                raise self._missing() from None
+            self._gateway = await asyncio.to_thread(self._gateway_of, conn)
+
+    def _gateway_of(self, conn: ApiConnection) -> AirflowGateway:
+        from airflow_quota_provider.pool_manager.gateway import AirflowGateway, api_of
+
+        return AirflowGateway(*api_of(conn, self.airflow_api_conn_id))
+
+    def _missing(self) -> AirflowNotFoundException:
         conn_id = self.airflow_api_conn_id
-        try:
-            conn = BaseHook.get_connection(conn_id)
-        except AirflowNotFoundException:
-            raise AirflowNotFoundException(
-                f"no Airflow connection {conn_id!r} (airflow_api_conn_id) to read the pools' "
-                f"task instances with: define it, e.g. "
-                f"AIRFLOW_CONN_{conn_id.upper()}=http://USER:PASSWORD@HOST:PORT, as a user "
-                "that may read task instances"
-            ) from None
-        return AirflowGateway(*api_of(conn, conn_id))
+        return AirflowNotFoundException(
+            f"no Airflow connection {conn_id!r} (airflow_api_conn_id) to read the pools' "
+            f"task instances with: define it, e.g. "
+            f"AIRFLOW_CONN_{conn_id.upper()}=http://USER:PASSWORD@HOST:PORT, as a user "
+            "that may read task instances"
+        )
 
     def config(self) -> QueueConfig:
         return self.fleet.config

@@ -1,12 +1,36 @@
-"""What the triggers of this provider share: the AWS connection they poll with."""
+"""What the triggers of this provider share: the AWS connection they poll with.
+
+boto3 and the amazon provider's hooks are imported only where a hook is built, in a
+thread (:func:`~airflow_quota_provider.triggers.connections.aws_hook`): Airflow imports
+a trigger's module on the triggerer's event loop, which must not wait for them.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.triggers.base import BaseTrigger
 
-from airflow_quota_provider.hooks.batch import BatchQuotaHook
+from airflow_quota_provider.triggers.connections import aws_hook
+
+if TYPE_CHECKING:
+    from airflow.providers.amazon.aws.hooks.sagemaker import SageMakerHook
+
+    from airflow_quota_provider.hooks.batch import BatchQuotaHook
+
+
+def batch_quota_hook(**arguments: Any) -> BatchQuotaHook:
+    """A :class:`~airflow_quota_provider.hooks.batch.BatchQuotaHook`, imported here."""
+    from airflow_quota_provider.hooks.batch import BatchQuotaHook
+
+    return BatchQuotaHook(**arguments)
+
+
+def sagemaker_hook(**arguments: Any) -> SageMakerHook:
+    """The amazon provider's ``SageMakerHook``, imported here."""
+    from airflow.providers.amazon.aws.hooks.sagemaker import SageMakerHook
+
+    return SageMakerHook(**arguments)  # type: ignore[no-untyped-call]
 
 
 class QuotaBaseTrigger(BaseTrigger):
@@ -42,22 +66,20 @@ class QuotaBaseTrigger(BaseTrigger):
         }
         return f"{type(self).__module__}.{type(self).__qualname__}", {**own, **connection}
 
-    def sagemaker(self) -> Any:
-        """A boto3 SageMaker client of the same connection."""
-        from airflow.providers.amazon.aws.hooks.sagemaker import SageMakerHook
+    def _hook_arguments(self) -> dict[str, Any]:
+        return {
+            "aws_conn_id": self.aws_conn_id,
+            "region_name": self.region_name,
+            "verify": self.verify,
+            "config": self.botocore_config,
+        }
 
-        hook = SageMakerHook(  # type: ignore[no-untyped-call]
-            aws_conn_id=self.aws_conn_id,
-            region_name=self.region_name,
-            verify=self.verify,
-            config=self.botocore_config,
-        )
+    async def batch_hook(self) -> BatchQuotaHook:
+        """The connection's :class:`BatchQuotaHook`, its client built: its calls may run in
+        a thread (see :func:`~airflow_quota_provider.triggers.connections.aws_hook`)."""
+        return await aws_hook(batch_quota_hook, **self._hook_arguments())
+
+    async def sagemaker(self) -> Any:
+        """A boto3 SageMaker client of the same connection (thread-safe, shared)."""
+        hook = await aws_hook(sagemaker_hook, **self._hook_arguments())
         return hook.conn
-
-    def hook(self) -> BatchQuotaHook:
-        return BatchQuotaHook(
-            aws_conn_id=self.aws_conn_id,
-            region_name=self.region_name,
-            verify=self.verify,
-            config=self.botocore_config,
-        )

@@ -29,8 +29,10 @@ class QuotaCapacityTrigger(BaseTrigger):
     The fleet is an AWS Batch job queue (``job_queue`` and the AWS connection) or a pools
     fleet (``fleet_config`` and ``airflow_api_conn_id``): exactly one of ``job_queue`` and
     ``fleet_config``, as for
-    :func:`~airflow_quota_provider.headroom.headroom_source`, which reads it. Each check runs
-    in a thread, connections included; the serialized trigger holds no secret.
+    :func:`~airflow_quota_provider.headroom.headroom_source`, which reads it. Its connection
+    is read on the event loop, once
+    (:meth:`~airflow_quota_provider.headroom.HeadroomSource.prepare`), and each check runs
+    in a thread; the serialized trigger holds no secret.
 
     :param quota_share: the share that would run the work.
     :param capacity: units per type, e.g. ``{"ml.p4d.24xlarge": 2}`` or ``{"gpu": 2}``.
@@ -85,6 +87,7 @@ class QuotaCapacityTrigger(BaseTrigger):
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         last: dict[str, int] | None = None
+        await self.source.prepare()
         while True:
             room = await asyncio.to_thread(self.source.headroom, self.quota_share)
             missing = shortfall(room, self.capacity)

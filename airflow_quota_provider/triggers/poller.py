@@ -14,7 +14,9 @@ of jobs that started, went back or ended`` calls per interval instead of N.
 
 boto3 calls run in threads (``asyncio.to_thread``): the amazon provider's
 async path needs aiobotocore, an optional extra not installed here, and a
-handful of calls per interval per queue needs no more than a thread.
+handful of calls per interval per queue needs no more than a thread. The hook
+comes ready from :func:`~airflow_quota_provider.triggers.connections.aws_hook`:
+its connection read on the event loop, so those threads never ask Airflow.
 """
 
 from __future__ import annotations
@@ -22,12 +24,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from airflow_quota_provider.hooks.batch import ACTIVE_STATUSES, BatchQuotaHook
 from airflow_quota_provider.triggers.progress import Position, position_in
+
+if TYPE_CHECKING:
+    from airflow_quota_provider.hooks.batch import BatchQuotaHook
 
 log = logging.getLogger(__name__)
 
@@ -46,12 +50,14 @@ class Update:
 
 
 Subscriber = asyncio.Queue[Update]
+HookMaker = Callable[[], Awaitable["BatchQuotaHook"]]
+"""Gives the poller its hook, ready (e.g. ``QuotaBaseTrigger.batch_hook``)."""
 
 
 class QueuePoller:
     """Polls one job queue for every trigger following a job on it."""
 
-    def __init__(self, key: PollerKey, make_hook: Callable[[], BatchQuotaHook]) -> None:
+    def __init__(self, key: PollerKey, make_hook: HookMaker) -> None:
         self.key = key
         self.loop = asyncio.get_running_loop()
         self._make_hook = make_hook
@@ -119,6 +125,9 @@ class QueuePoller:
 
     async def poll_once(self) -> None:
         hook = await self._get_hook()
+        # imported with the hook, in a thread: here it is only looked up
+        from airflow_quota_provider.hooks.batch import ACTIVE_STATUSES
+
         job_queue = self.key[0]
         summaries: dict[str, Mapping[str, Any]] = {}
         for status in ACTIVE_STATUSES:
@@ -159,9 +168,7 @@ class QueuePoller:
 
     async def _get_hook(self) -> BatchQuotaHook:
         if self._hook is None:
-            hook = self._make_hook()
-            await asyncio.to_thread(lambda: hook.conn)  # reads the connection, builds the client
-            self._hook = hook
+            self._hook = await self._make_hook()
         return self._hook
 
 
@@ -188,7 +195,7 @@ def _offer(queue: Subscriber, update: Update) -> None:
 _POLLERS: dict[PollerKey, QueuePoller] = {}
 
 
-def poller_for(key: PollerKey, make_hook: Callable[[], BatchQuotaHook]) -> QueuePoller:
+def poller_for(key: PollerKey, make_hook: HookMaker) -> QueuePoller:
     """This process's poller for ``key``, started on the running loop if there is none yet."""
     poller = _POLLERS.get(key)
     if poller is None or poller.loop is not asyncio.get_running_loop() or poller.loop.is_closed():

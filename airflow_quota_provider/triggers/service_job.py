@@ -93,7 +93,7 @@ class ServiceJobTrigger(QuotaBaseTrigger):
         )
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        poller = poller_for((self.job_queue, self.region_name, self.aws_conn_id), self.hook)
+        poller = poller_for((self.job_queue, self.region_name, self.aws_conn_id), self.batch_hook)
         updates = poller.follow(self.job_id, self.poll_interval)
         watch = JobWatch(self.job_id, self.stop_on_preemption, self.preempted_before)
         try:
@@ -140,7 +140,7 @@ class ServiceJobTrigger(QuotaBaseTrigger):
             update.job.get("schedulingPriority"),
             priority,
         )
-        hook = self.hook()
+        hook = await self.batch_hook()
         await asyncio.to_thread(hook.update_service_job_priority, self.job_id, priority)
         poller.refresh(self.job_id)
 
@@ -167,5 +167,5 @@ class ServiceJobTrigger(QuotaBaseTrigger):
             self.log.info("cancel_on_kill is False: leaving service job %s running", self.job_id)
             return
         self.log.info("terminating service job %s: %s", self.job_id, KILL_REASON)
-        hook = self.hook()
+        hook = await self.batch_hook()
         await asyncio.to_thread(hook.terminate_service_job, self.job_id, KILL_REASON)

@@ -4,6 +4,10 @@ What the worker and the triggerer share: :func:`observe` turns one
 ``DescribeTrainingJob`` into the log lines of its new status transitions and,
 once the job has ended, the event; :func:`stop_try` stops a killed or preempted
 try's job and says in the task's log by whom and why, and what its checkpoint keeps.
+
+:mod:`~airflow_quota_provider.hooks.training_tries` brings botocore with it: it is
+imported where it is used, in the worker or in the trigger's threads, never while
+Airflow imports this module on the triggerer's event loop.
 """
 
 from __future__ import annotations
@@ -11,14 +15,16 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.triggers.base import TriggerEvent
 
 from airflow_quota_provider.checkpoints import checkpoint_uri
-from airflow_quota_provider.hooks.training_tries import RUNNING_STATUSES, TrainingTries
 from airflow_quota_provider.triggers.base import QuotaBaseTrigger
 from airflow_quota_provider.triggers.events import TrainingJobEvent, TrainingOutcome
+
+if TYPE_CHECKING:
+    from airflow_quota_provider.hooks.training_tries import TrainingTries
 
 ENDED: dict[str, TrainingOutcome] = {
     "Completed": "success",
@@ -63,6 +69,8 @@ def stop_try(
 ) -> None:
     """Stop the training job ``name`` of a try that is being killed, wait (at most
     ``wait_seconds``) until its instances are free, and log why and what is kept."""
+    from airflow_quota_provider.hooks.training_tries import RUNNING_STATUSES
+
     job = tries.job(name)
     if job is None:
         log.info("no training job %s to stop", name)
@@ -106,6 +114,14 @@ def stop_try(
         status,
         job.get("TrainingTimeInSeconds") or 0,
     )
+
+
+def training_tries(client: Any) -> TrainingTries:
+    """:class:`~airflow_quota_provider.hooks.training_tries.TrainingTries` of a boto3
+    SageMaker client, imported here (see the module docstring)."""
+    from airflow_quota_provider.hooks.training_tries import TrainingTries
+
+    return TrainingTries(client)
 
 
 class Follow:
@@ -244,8 +260,12 @@ class TrainingJobTrigger(QuotaBaseTrigger):
             await asyncio.sleep(early)
         yield TriggerEvent(dict(event))  # type: ignore[no-untyped-call]
 
+    async def _tries(self) -> TrainingTries:
+        """The training jobs of the connection: its client shared, built in a thread."""
+        return await asyncio.to_thread(training_tries, await self.sagemaker())
+
     async def _follow(self, follow: Follow) -> TrainingJobEvent:
-        tries = TrainingTries(await asyncio.to_thread(self.sagemaker))
+        tries = await self._tries()
         while True:
             event = await asyncio.to_thread(follow.poll, tries, self.log)
             if event is not None:
@@ -261,7 +281,7 @@ class TrainingJobTrigger(QuotaBaseTrigger):
                 "stop_on_kill is False: leaving training job %s running", self.training_job_name
             )
             return
-        tries = TrainingTries(await asyncio.to_thread(self.sagemaker))
+        tries = await self._tries()
         await asyncio.to_thread(
             stop_try, tries, self.training_job_name, self.stop_wait_seconds, self.log
         )

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from airflow.sdk.exceptions import AirflowNotFoundException
+from airflow.providers.common.compat.sdk import AirflowNotFoundException
 
 from airflow_quota_provider.exceptions import ConfigError
 from airflow_quota_provider.headroom import BatchHeadroom, backend_of, headroom_source

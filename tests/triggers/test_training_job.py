@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -28,6 +28,15 @@ CHECKPOINTS = {"S3Uri": "s3://bucket/checkpoints/team_a"}
 @pytest.fixture
 def endpoint() -> Iterator[Endpoint]:
     yield from serve(None)
+
+
+def five_seconds_later(endpoint: Endpoint) -> Callable[[float], None]:
+    """A ``sleep`` for :class:`TrainingTries` that moves the endpoint's clock instead."""
+
+    def sleep(seconds: float) -> None:
+        endpoint.advance(5)
+
+    return sleep
 
 
 def create(endpoint: Endpoint, name: str, seconds: int = 600, **extra: Any) -> None:
@@ -87,7 +96,7 @@ def test_a_killed_try_says_who_preempted_it_and_what_its_checkpoint_keeps(
     create(endpoint, name, CheckpointConfig=CHECKPOINTS)
     endpoint.advance(400)
     note = "Cleared by the quota pool manager for team_b/run/t (RECLAIM): share b needs 1 gpu; ok"
-    tries = TrainingTries(endpoint.sagemaker, sleep=lambda s: endpoint.advance(5))
+    tries = TrainingTries(endpoint.sagemaker, sleep=five_seconds_later(endpoint))
     assert tries.tell(name, note)
     assert tries.tell("no-such-job", note) is False
     log = logging.getLogger("test.try")
@@ -109,7 +118,7 @@ def test_a_killed_try_without_checkpoints_says_the_next_starts_over(
 ) -> None:
     name = TASK.training_job_name(1)
     create(endpoint, name)
-    tries = TrainingTries(endpoint.sagemaker, sleep=lambda s: endpoint.advance(5))
+    tries = TrainingTries(endpoint.sagemaker, sleep=five_seconds_later(endpoint))
     with caplog.at_level(logging.INFO, logger="test.try"):
         stop_try(tries, name, 60, logging.getLogger("test.try"))
     assert "this try is being killed" in caplog.text
@@ -117,7 +126,7 @@ def test_a_killed_try_without_checkpoints_says_the_next_starts_over(
 
 
 def test_the_summary_sums_the_tries(endpoint: Endpoint) -> None:
-    tries = TrainingTries(endpoint.sagemaker, sleep=lambda s: endpoint.advance(5))
+    tries = TrainingTries(endpoint.sagemaker, sleep=five_seconds_later(endpoint))
     create(endpoint, TASK.training_job_name(1), CheckpointConfig=CHECKPOINTS)
     endpoint.advance(200)
     tries.stop(TASK.training_job_name(1), 60)
