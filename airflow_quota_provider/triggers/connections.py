@@ -100,9 +100,24 @@ async def get_connection(conn_id: str) -> TriggerConnection:
     if hasattr(Connection, "aextra_dejson"):  # Airflow 3.3.2 and later
         conn = await BaseHook.aget_connection(conn_id)
         return _fields(conn, await conn.aextra_dejson())
+    if _inline():
+        return _read(conn_id)
     from asgiref.sync import sync_to_async
 
     return await sync_to_async(_read)(conn_id)
+
+
+def _inline() -> bool:
+    """Whether the trigger runs inline under ``dag.test()``: its supervisor is an object in
+    this process, answering each message at once, with no channel for a loop to share; there
+    ``sync_to_async``'s hand-back races ``dag.test()``'s own swaps of the comms (Airflow
+    3.1: a deferred task whose wait times out then fails instead of being retried)."""
+    try:
+        from airflow.sdk.execution_time import task_runner
+    except ImportError:  # Airflow 2
+        return False
+    comms = getattr(task_runner, "SUPERVISOR_COMMS", None)
+    return type(comms).__name__ == "InProcessSupervisorComms"
 
 
 _HookKey = tuple[Callable[..., Any], str, str | None]
