@@ -68,8 +68,7 @@ def said(records: list[dict[str, Any]], words: str, by: str) -> int:
     return sum(
         1
         for record in records
-        if words in str(record.get("event"))
-        and str(record.get("logger", by)).endswith(by)
+        if words in str(record.get("event")) and str(record.get("logger", by)).endswith(by)
     )
 
 
@@ -80,8 +79,21 @@ def trigger_kwargs(stack: Stack) -> list[dict[str, Any]]:
     with sqlite3.connect(stack.home / "airflow.db") as db:
         rows = [str(row[0]) for row in db.execute("SELECT kwargs FROM trigger")]
     return [
-        json.loads(text if text.startswith("{") else fernet.decrypt(text.encode())) for text in rows
+        _plain(json.loads(text if text.startswith("{") else fernet.decrypt(text.encode())))
+        for text in rows
     ]
+
+
+def _plain(value: Any) -> Any:
+    """``value`` without the ``{"__var": ..., "__type": ...}`` wrapping with which Airflow
+    3.1 stores a trigger's keyword arguments."""
+    if isinstance(value, dict):
+        if set(value) == {"__var", "__type"}:
+            return _plain(value["__var"])
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    return value
 
 
 @pytest.mark.parametrize(
