@@ -63,12 +63,14 @@ def task_log(
 
 
 def said(records: list[dict[str, Any]], words: str, by: str) -> int:
-    """How many records of the logger named ``...by`` say ``words`` (Airflow 3.1 keeps no
-    logger name in a trigger's records: there any record saying them counts)."""
+    """How many records of the logger named ``...by`` say ``words``. Airflow 3.1 names no
+    class in a task's records (no logger, or just ``task``): there any record saying them
+    counts."""
     return sum(
         1
         for record in records
-        if words in str(record.get("event")) and str(record.get("logger", by)).endswith(by)
+        if words in str(record.get("event"))
+        and (str(record.get("logger", "")).endswith(by) or "." not in str(record.get("logger", "")))
     )
 
 
