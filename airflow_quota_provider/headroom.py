@@ -90,12 +90,11 @@ class BatchHeadroom(HeadroomSource):
         return self._hook
 
     def _hook_arguments(self) -> dict[str, Any]:
-        return {
-            "aws_conn_id": self.aws_conn_id,
-            "region_name": self.region_name,
-            "verify": self.verify,
-            "config": self.botocore_config,
-        }
+        from airflow_quota_provider.triggers.connections import aws_hook_arguments
+
+        return aws_hook_arguments(
+            self.aws_conn_id, self.region_name, self.verify, self.botocore_config
+        )
 
     async def prepare(self) -> None:
         from airflow_quota_provider.triggers.base import batch_quota_hook

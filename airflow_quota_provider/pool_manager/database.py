@@ -47,7 +47,7 @@ def engine_for(url: str) -> Engine:
         parsed = parsed.set(drivername=f"postgresql+{_postgres_driver(url, driver)}")
     elif backend != "sqlite":
         raise DatabaseUrlError(
-            f"database {parsed.render_as_string(hide_password=True)!r}: the pool manager keeps "
+            f"database {_hidden(url)!r}: the pool manager keeps "
             f"its records in SQLite or PostgreSQL, not {backend}"
         )
     return create_engine(parsed, future=True)

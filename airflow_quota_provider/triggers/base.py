@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.triggers.base import BaseTrigger
 
-from airflow_quota_provider.triggers.connections import aws_hook
+from airflow_quota_provider.triggers.connections import aws_hook, aws_hook_arguments
 
 if TYPE_CHECKING:
     from airflow.providers.amazon.aws.hooks.sagemaker import SageMakerHook
@@ -67,12 +67,9 @@ class QuotaBaseTrigger(BaseTrigger):
         return f"{type(self).__module__}.{type(self).__qualname__}", {**own, **connection}
 
     def _hook_arguments(self) -> dict[str, Any]:
-        return {
-            "aws_conn_id": self.aws_conn_id,
-            "region_name": self.region_name,
-            "verify": self.verify,
-            "config": self.botocore_config,
-        }
+        return aws_hook_arguments(
+            self.aws_conn_id, self.region_name, self.verify, self.botocore_config
+        )
 
     async def batch_hook(self) -> BatchQuotaHook:
         """The connection's :class:`BatchQuotaHook`, its client built: its calls may run in

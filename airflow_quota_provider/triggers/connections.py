@@ -125,6 +125,22 @@ _HOOKS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[_HookKey, asyn
 _HOOKS = weakref.WeakKeyDictionary()
 
 
+def aws_hook_arguments(
+    aws_conn_id: str | None,
+    region_name: str | None,
+    verify: bool | str | None,
+    botocore_config: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """An AWS hook's keyword arguments from the parameters the provider's operators, sensors
+    and triggers take (``botocore_config`` is the hooks' ``config``), for :func:`aws_hook`."""
+    return {
+        "aws_conn_id": aws_conn_id,
+        "region_name": region_name,
+        "verify": verify,
+        "config": botocore_config,
+    }
+
+
 async def aws_hook(make: Callable[..., H], **arguments: Any) -> H:
     """The hook ``make(**arguments)`` (``aws_conn_id``, ``region_name``, ...), its client built.
 
