@@ -273,20 +273,18 @@ class PoolManager:
             except LeaseLost as error:
                 log.warning("stopped acting: %s", error)
                 continue
-            except Refused:
+            except (Refused, GatewayError, ExternalWorkUnknown) as error:
                 backoff = min(MAX_BACKOFF_SECONDS, max(interval, backoff * 2))
-                log.error("trying the cycle again in %g s", backoff)
-                _sleep(backoff, should_stop)
-                continue
-            except (GatewayError, ExternalWorkUnknown) as error:
-                backoff = min(MAX_BACKOFF_SECONDS, max(interval, backoff * 2))
-                what = "Airflow" if isinstance(error, GatewayError) else "the victims' work"
-                log.warning(
-                    "cannot see %s (%s); no pool grows meanwhile; retrying in %g s",
-                    what,
-                    error,
-                    backoff,
-                )
+                if isinstance(error, Refused):  # said as an error by the cycle
+                    log.error("trying the cycle again in %g s", backoff)
+                else:
+                    what = "Airflow" if isinstance(error, GatewayError) else "the victims' work"
+                    log.warning(
+                        "cannot see %s (%s); no pool grows meanwhile; retrying in %g s",
+                        what,
+                        error,
+                        backoff,
+                    )
                 _sleep(backoff, should_stop)
                 continue
             backoff = interval
