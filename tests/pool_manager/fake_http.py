@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
-from http.server import BaseHTTPRequestHandler
-from typing import Any
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, TypeVar
 
 
 class JsonHandler(BaseHTTPRequestHandler):
@@ -20,3 +23,17 @@ class JsonHandler(BaseHTTPRequestHandler):
 
     def log_message(self, *args: Any) -> None:
         pass
+
+
+Server = TypeVar("Server", bound=ThreadingHTTPServer)
+
+
+@contextmanager
+def serving(server: Server) -> Iterator[Server]:
+    """``server`` answering from a thread of its own until the block ends."""
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -6,14 +6,13 @@ with basic or session auth); a server here answers every route that way.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from http.server import ThreadingHTTPServer
 
 import pytest
 
 from airflow_quota_provider.pool_manager.gateway import AirflowGateway, Credentials, GatewayError
-from tests.pool_manager.fake_http import JsonHandler
+from tests.pool_manager.fake_http import JsonHandler, serving
 
 
 class _NotFound(JsonHandler):
@@ -25,11 +24,8 @@ class _NotFound(JsonHandler):
 
 @pytest.fixture
 def airflow2() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _NotFound)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with serving(ThreadingHTTPServer(("127.0.0.1", 0), _NotFound)) as server:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
 
 
 def test_an_airflow_without_the_token_route_is_named_as_too_old(airflow2: str) -> None:

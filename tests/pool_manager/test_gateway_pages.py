@@ -18,7 +18,7 @@ import pytest
 
 from airflow_quota_provider.pool_manager import gateway as gateway_module
 from airflow_quota_provider.pool_manager.gateway import AirflowGateway, Credentials, GatewayError
-from tests.pool_manager.fake_http import JsonHandler
+from tests.pool_manager.fake_http import JsonHandler, serving
 
 PAGE = 3
 
@@ -86,11 +86,8 @@ def ti(n: int) -> dict[str, Any]:
 @pytest.fixture
 def airflow(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeAirflow]:
     monkeypatch.setattr(gateway_module, "PAGE_SIZE", PAGE)
-    server = FakeAirflow()
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield server
-    server.shutdown()
-    server.server_close()
+    with serving(FakeAirflow()) as server:
+        yield server
 
 
 def test_the_pages_of_the_last_read_are_asked_for_at_once(airflow: FakeAirflow) -> None:

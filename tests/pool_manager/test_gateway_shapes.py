@@ -11,7 +11,6 @@ by ``make test-compat``.
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from http.server import ThreadingHTTPServer
 from typing import Any
@@ -21,7 +20,7 @@ import pytest
 
 from airflow_quota_provider.pool_manager.gateway import AirflowGateway, Credentials
 from airflow_quota_provider.pool_manager.tasks import TaskKey
-from tests.pool_manager.fake_http import JsonHandler
+from tests.pool_manager.fake_http import JsonHandler, serving
 
 _BEFORE_3_1 = {
     "dag_run_id",
@@ -91,11 +90,8 @@ class _Handler(JsonHandler):
 
 @pytest.fixture(params=sorted(CLEAR_FIELDS))
 def airflow(request: pytest.FixtureRequest) -> Iterator[StrictAirflow]:
-    server = StrictAirflow(request.param)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield server
-    server.shutdown()
-    server.server_close()
+    with serving(StrictAirflow(request.param)) as server:
+        yield server
 
 
 def test_each_release_is_sent_a_clear_it_accepts_and_the_note_where_it_can_take_it(

@@ -18,7 +18,6 @@ every change it is asked for.
 from __future__ import annotations
 
 import json
-import threading
 import uuid
 from collections.abc import Iterator
 from http.server import ThreadingHTTPServer
@@ -34,7 +33,7 @@ from airflow_quota_provider.pool_manager.gateway import AirflowGateway, Credenti
 from airflow_quota_provider.pool_manager.manager import PoolManager
 from airflow_quota_provider.pool_manager.store import Store
 from tests.core.builders import queue, share
-from tests.pool_manager.fake_http import JsonHandler
+from tests.pool_manager.fake_http import JsonHandler, serving
 from tests.pool_manager.test_decide import FLEET, VISION, key
 from tests.pool_manager.test_gateway_pages import ti
 
@@ -97,11 +96,8 @@ def pool(name: str, slots: int) -> dict[str, Any]:
 
 @pytest.fixture
 def airflow() -> Iterator[FakeAirflow]:
-    server = FakeAirflow()
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield server
-    server.shutdown()
-    server.server_close()
+    with serving(FakeAirflow()) as server:
+        yield server
 
 
 def victim(fails: bool = False) -> Stop:

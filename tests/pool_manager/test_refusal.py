@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 from collections.abc import Iterator
 from http.server import ThreadingHTTPServer
 from pathlib import Path
@@ -30,7 +29,7 @@ from airflow_quota_provider.pool_manager.view_backend import PoolsBackend
 from airflow_quota_provider.view.api import create_app
 from airflow_quota_provider.view.text import Style, explanation_lines, status_lines
 from tests.core.builders import queue, share
-from tests.pool_manager.fake_http import JsonHandler
+from tests.pool_manager.fake_http import JsonHandler, serving
 from tests.view.test_metrics import StatsdListener, statsd  # noqa: F401
 
 REFUSAL = {
@@ -126,11 +125,8 @@ def ti(dag_id: str, pool: str, slots: int, state: str, started: str | None) -> d
 
 @pytest.fixture
 def airflow() -> Iterator[RefusingAirflow]:
-    server = RefusingAirflow()
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield server
-    server.shutdown()
-    server.server_close()
+    with serving(RefusingAirflow()) as server:
+        yield server
 
 
 def pool(name: str, slots: int, fleet: Fleet) -> dict[str, Any]:
