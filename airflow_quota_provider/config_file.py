@@ -25,12 +25,20 @@ def load_config(path: str | Path) -> QueueConfig:
     return parse_config(load_mapping(path), source=str(path))
 
 
+def config_of_text(text: str, source: str) -> QueueConfig:
+    """The validated quota config in ``text``, read as the file ``source`` would be."""
+    return parse_config(mapping_of_text(text, source), source=source)
+
+
 def load_mapping(path: str | Path) -> dict[str, Any]:
     """The mapping at the top of the YAML or JSON file at ``path``, not yet validated."""
-    source = str(path)
-    file = Path(path)
-    text = _read(file, source)
-    data = _json(text, source) if file.suffix.lower() == ".json" else _yaml(text, source)
+    return mapping_of_text(_read(Path(path), str(path)), str(path))
+
+
+def mapping_of_text(text: str, source: str) -> dict[str, Any]:
+    """The mapping at the top of ``text`` (JSON if ``source`` ends in ``.json``, else YAML)."""
+    is_json = Path(source).suffix.lower() == ".json"
+    data = _json(text, source) if is_json else _yaml(text, source)
     if data is None:
         message = "the file is empty; expected a mapping such as job_queue: ..., capacity: ..."
         raise ConfigError([Problem("", message)], source)

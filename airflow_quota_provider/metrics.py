@@ -125,3 +125,18 @@ def count_refusal(job_queue: str) -> None:
 
     name = f"{PREFIX}.{part(job_queue)}.refusals"
     Stats.incr(name, tags={"job_queue": job_queue})
+
+
+def manager_health(job_queue: str, *, cycled: bool, config_refused: bool) -> None:
+    """The pool manager of one pools fleet after a cycle: ``manager.cycles`` counts the cycles
+    that ended well (a rate of 0 means nobody manages the fleet), ``manager.failing`` is 1
+    while its cycles fail, ``manager.config_refused`` 1 while it refuses its config file's
+    newer text."""
+    from airflow.providers.common.compat.sdk import Stats
+
+    tags = {"job_queue": job_queue}
+    name = f"{PREFIX}.{part(job_queue)}.manager"
+    if cycled:
+        Stats.incr(f"{name}.cycles", tags=tags)
+    Stats.gauge(f"{name}.failing", 0 if cycled else 1, tags=tags)
+    Stats.gauge(f"{name}.config_refused", 1 if config_refused else 0, tags=tags)

@@ -54,7 +54,13 @@ def airflow_api(
     if api_url:
         if not username:
             raise ValueError("--api-url needs --username (and the password in the environment)")
-        return api_url, Credentials(username, os.environ.get(PASSWORD_VARIABLE, ""))
+        password = os.environ.get(PASSWORD_VARIABLE)
+        if password is None:
+            raise ValueError(
+                f"${PASSWORD_VARIABLE} is not set: --username {username} logs in with the "
+                "password it holds (never given on the command line, where ps shows it)"
+            )
+        return api_url, Credentials(username, password)
     from airflow.models.connection import Connection
     from airflow.providers.common.compat.sdk import AirflowNotFoundException
 

@@ -15,17 +15,27 @@ import argparse
 import logging
 import signal
 import sys
+import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from airflow_quota_provider import metrics
 from airflow_quota_provider.cli.airflow_api import add_airflow_api_arguments, airflow_api
 from airflow_quota_provider.cli.connection import AwsClientError, add_aws_arguments, aws_client
-from airflow_quota_provider.config_file import load_config
-from airflow_quota_provider.core.model import Backend
-from airflow_quota_provider.exceptions import ConfigError
+from airflow_quota_provider.pool_manager.rest import GatewayError
 
 if TYPE_CHECKING:
+    from airflow_quota_provider.pool_manager.config_watch import Running
+    from airflow_quota_provider.pool_manager.fleet import Fleet
+    from airflow_quota_provider.pool_manager.gateway import AirflowGateway
+    from airflow_quota_provider.pool_manager.heartbeat import Heartbeat, HeartbeatBoard
     from airflow_quota_provider.pool_manager.manager import PoolManager
+
+log = logging.getLogger("airflow_quota_provider.pool_manager")
+
+
+START_PATIENCE_SECONDS = 60.0
+"""How long a manager at start waits for an api-server that cannot be reached yet."""
 
 
 def add_parser(commands: Any) -> None:
@@ -42,6 +52,13 @@ def add_parser(commands: Any) -> None:
         "--interval", type=_positive, default=5.0, help="seconds between cycles (default 5)"
     )
     add_airflow_api_arguments(parser)
+    parser.add_argument(
+        "--start-timeout",
+        type=_positive,
+        default=START_PATIENCE_SECONDS,
+        help="seconds to wait at start for an api-server that cannot be reached yet, then "
+        f"exit 1 (default {START_PATIENCE_SECONDS:g}); a refused login exits at once",
+    )
     parser.add_argument(
         "--once", action="store_true", help="run one cycle, print what it decided, and exit"
     )
@@ -116,29 +133,29 @@ def _positive(text: str) -> float:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Start the manager: every check that can fail fails here, with exit code 1 and one
+    line saying what and how to fix it; then cycle until stopped."""
+    from airflow_quota_provider.pool_manager.config_watch import ConfigRefused, read_config
+
     try:
-        config = load_config(args.config)
-    except ConfigError as error:
-        for problem in error.problems:
+        running = read_config(Path(args.config))
+    except ConfigRefused as refused:
+        for problem in refused.problems:
             print(f"{args.config}: {problem}", file=sys.stderr)
         return 1
-    if config.backend is not Backend.AIRFLOW_POOLS:
-        print(
-            f"{args.config}: backend: the pool manager runs a config with backend: "
-            f"{Backend.AIRFLOW_POOLS.value}; this one's is {config.backend.value}",
-            file=sys.stderr,
-        )
-        return 1
+    config = running.config
     try:
         url, credentials = airflow_api(args.conn_id, args.api_url, args.username)
         external = _external_work(args)
     except ValueError as error:
         print(f"airflow-quota pool-manager: {error}", file=sys.stderr)
         return 1
-    # imported here: the REST client and SQLAlchemy take a second to load
+    # imported here: SQLAlchemy takes a second to load
+    from airflow_quota_provider.pool_manager.config_watch import ConfigWatch
     from airflow_quota_provider.pool_manager.fleet import Fleet
     from airflow_quota_provider.pool_manager.gateway import AirflowGateway
-    from airflow_quota_provider.pool_manager.lease import Lease
+    from airflow_quota_provider.pool_manager.heartbeat import HeartbeatBoard
+    from airflow_quota_provider.pool_manager.lease import Lease, database_identity
     from airflow_quota_provider.pool_manager.manager import PoolManager
     from airflow_quota_provider.pool_manager.store import Store
 
@@ -158,6 +175,9 @@ def run(args: argparse.Namespace) -> int:
 
         jobs = TrainingJobs(external.client)
         reconciler = Reconciler([jobs], gateway, config.job_queue, args.orphan_grace)
+    database_url = store.engine.url.render_as_string(hide_password=True)
+    me = _heartbeat(lease.holder, database_identity(store.engine), database_url, args, running)
+    board = HeartbeatBoard(gateway, config.job_queue)
     manager = PoolManager(
         Fleet.of(config),
         gateway,
@@ -165,6 +185,9 @@ def run(args: argparse.Namespace) -> int:
         external=external,
         lease=lease,
         reconciler=reconciler,
+        watch=ConfigWatch(args.config, running),
+        heartbeat=board,
+        me=me,
     )
     only_one = store.engine.dialect.name == "sqlite"
     if (only_one or args.once) and not lease.wait_to_lead():
@@ -177,15 +200,75 @@ def run(args: argparse.Namespace) -> int:
         )
         print(
             f"airflow-quota pool-manager: {who} leads fleet {config.job_queue} on "
-            f"{store.engine.url.render_as_string(hide_password=True)}; {why}",
+            f"{database_url}; {why}",
             file=sys.stderr,
         )
         return 1
+    failed = _airflow_at_start(gateway, manager.fleet, args.start_timeout, board, me)
+    if failed:
+        print(f"airflow-quota pool-manager: {failed}", file=sys.stderr)
+        return 1
+    log.info(
+        "pool manager %s starts for fleet %s: config %s (%s), database %s, every %g s",
+        lease.holder,
+        config.job_queue,
+        args.config,
+        running.digest,
+        database_url,
+        args.interval,
+    )
     lease.start()
     try:
         return _serve(manager, args)
     finally:
         lease.stop()
+
+
+def _airflow_at_start(
+    gateway: AirflowGateway, fleet: Fleet, patience: float, board: HeartbeatBoard, me: Heartbeat
+) -> str | None:
+    """Why the manager cannot start with this Airflow, if it cannot: an api-server not
+    reachable within ``patience`` seconds, a login refused, a user who may not read pools,
+    a config that names another fleet's pools, or another manager that acts."""
+    from airflow_quota_provider.pool_manager.heartbeat import AnotherLeader
+
+    deadline = time.monotonic() + patience
+    while True:
+        try:
+            pools = gateway.pools()
+            break
+        except GatewayError as error:
+            if error.status is not None or time.monotonic() > deadline:
+                return error.kind_and_cause()
+            log.warning("%s; waiting for it up to %g s", error.kind_and_cause(), patience)
+            time.sleep(min(2.0, patience / 4))
+    foreign = fleet.foreign_pools(pools)
+    if foreign:
+        return f"the config names another fleet's pools: {'; '.join(foreign)}"
+    try:
+        board.check(me)
+    except AnotherLeader as error:
+        return str(error)
+    except GatewayError as error:
+        return error.kind_and_cause()
+    return None
+
+
+def _heartbeat(
+    holder: str, database: str, database_url: str, args: argparse.Namespace, running: Running
+) -> Heartbeat:
+    from airflow_quota_provider.pool_manager.heartbeat import Heartbeat
+
+    return Heartbeat(
+        manager=holder,
+        database=database,
+        database_url=database_url,
+        interval=args.interval,
+        started_at=time.time(),
+        config_path=str(Path(args.config).resolve()),
+        config_digest=running.digest,
+        config_text=running.text,
+    )
 
 
 def _serve(manager: PoolManager, args: argparse.Namespace) -> int:
@@ -197,9 +280,18 @@ def _serve(manager: PoolManager, args: argparse.Namespace) -> int:
             print(f"preempt {stop.key}: {stop.note}")
         for key, wait in report.plan.waiting.items():
             print(f"wait {key}: {wait.code.value}: {wait.message}")
+        if not (report.plan.start or report.plan.stop or report.plan.waiting):
+            fleet = manager.fleet.config.job_queue
+            print(f"nothing to do for fleet {fleet}: no task waits, none is to be preempted")
         return 0
-    stopping = []
+    stopping: list[str] = []
     for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda *_: stopping.append(True))
-    manager.run(args.interval, should_stop=lambda: bool(stopping))
-    return 0
+        signal.signal(signum, lambda number, _: stopping.append(signal.Signals(number).name))
+    if manager.watch is not None:
+        watch = manager.watch
+        signal.signal(signal.SIGHUP, lambda *_: watch.reread())
+    why = manager.run(args.interval, should_stop=lambda: bool(stopping))
+    if stopping:
+        why = f"{stopping[0]} received"
+    log.info("pool manager stops: %s", why)
+    return 0 if stopping else 1

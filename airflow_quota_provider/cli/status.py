@@ -191,7 +191,9 @@ def _pools_backend(args: argparse.Namespace) -> QuotaBackend:
         store = Store(args.database)
     except ValueError as error:
         raise ViewError(str(error)) from None
-    return PoolsBackend(Fleet.of(config), AirflowGateway(url, credentials), store)
+    return PoolsBackend(
+        Fleet.of(config), AirflowGateway(url, credentials), store, config_path=args.config
+    )
 
 
 def _gateway_error() -> type[Exception]:

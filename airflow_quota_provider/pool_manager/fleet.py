@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from airflow_quota_provider.core.backend_config import default_pool
 from airflow_quota_provider.core.model import QueueConfig
-from airflow_quota_provider.pool_manager.pools import pool_description
+from airflow_quota_provider.pool_manager.pools import PoolSlots, managing_fleet, pool_description
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,21 @@ class Fleet:
         """What the manager writes on ``pool``: whose it is (see :mod:`.pools`)."""
         share, unit = self.shares[pool]
         return pool_description(self.config.job_queue, share, unit)
+
+    def foreign_pools(self, pools: Mapping[str, PoolSlots]) -> list[str]:
+        """The config's pools that Airflow shows managed for another fleet (their
+        description says so): two managers would fight over their slots."""
+        problems = []
+        for name in sorted(self.shares):
+            found = pools.get(name)
+            owner = managing_fleet(found.description) if found is not None else None
+            if owner is not None and owner != self.config.job_queue:
+                share, unit = self.shares[name]
+                problems.append(
+                    f"pools.{share}.{unit}: pool {name} is managed for fleet {owner} (its "
+                    "description says so); name another pool for this share in the config"
+                )
+        return problems
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.shares)

@@ -40,6 +40,9 @@ CLEAR_TAKES_NOTE = Version("3.3")
 """The first release whose clear body has ``note``: before it the api-server refuses the
 field (422 ``extra_forbidden``), so the note is set by a second call."""
 
+CREATE_SHOWS_WITHIN_SECONDS = 5.0
+"""How long a pool Airflow answered as created may take to show (see ``_pool_made``)."""
+
 _UNREADABLE = (KeyError, TypeError, ValueError, AttributeError)
 """What reading a field of an answer that is not as documented raises."""
 
@@ -205,7 +208,33 @@ class AirflowGateway:
         except _UNREADABLE as error:
             raise self.rest.unreadable(what, error) from None
 
+    def variable(self, key: str) -> str | None:
+        """An Airflow Variable's value as text; ``None`` if there is none of that key."""
+        what = f"read Variable {key}"
+        try:
+            found = self.rest.call(what, "GET", path("variables", key))
+        except GatewayError as error:
+            if error.status == 404:
+                return None
+            raise
+        try:
+            value = found["value"]
+        except _UNREADABLE as error:
+            raise self.rest.unreadable(what, error) from None
+        return value if isinstance(value, str) else None
+
     # -- acting -----------------------------------------------------------------------------
+
+    def set_variable(self, key: str, value: str, description: str) -> None:
+        """Set an Airflow Variable (made if missing)."""
+        what = f"set Variable {key}"
+        body = {"key": key, "value": value, "description": description}
+        try:
+            self._write(what, "PATCH", path("variables", key), body)
+        except GatewayError as error:
+            if error.status != 404:
+                raise
+            self._write(what, "POST", path("variables"), body)
 
     def create_pool(self, name: str, slots: int, description: str) -> None:
         body = {
@@ -214,7 +243,38 @@ class AirflowGateway:
             "description": description,
             "include_deferred": True,
         }
-        self._write(f"create pool {name}", "POST", path("pools"), body)
+        what = f"create pool {name}"
+        self._write(what, "POST", path("pools"), body)
+        held = self._pool_made(what, name)
+        try:
+            theirs = held.get("description")
+            same = (theirs, bool(held.get("include_deferred"))) == (description, True)
+        except _UNREADABLE as error:
+            raise self.rest.unreadable(what, error) from None
+        if not same:
+            raise GatewayError(
+                what,
+                f"a pool of that name was made meanwhile (description {theirs!r}) and Airflow "
+                "kept it, though it answered the create with success",
+                409,
+            )
+
+    def _pool_made(self, what: str, name: str) -> Any:
+        """The pool ``name`` as Airflow holds it once its create has answered.
+
+        Airflow 3.0 under a newer FastAPI (seen with 0.125) commits after it has answered:
+        the pool shows a moment later, and a pool made meanwhile under the same name gets a
+        201 instead of a 409 (the failed commit may then cut the connection) and stays as it
+        was. So the pool is read back until it shows.
+        """
+        deadline = time.monotonic() + CREATE_SHOWS_WITHIN_SECONDS
+        while True:
+            try:
+                return self.rest.call(what, "GET", path("pools", name))
+            except GatewayError as error:  # unreachable too: the failed commit may cut it
+                if error.status not in (404, None) or time.monotonic() > deadline:
+                    raise
+            time.sleep(0.1)
 
     def set_pool(self, name: str, slots: int, description: str) -> None:
         """Set a pool's slots, counting deferred tasks (they still hold their GPUs)."""
@@ -226,7 +286,9 @@ class AirflowGateway:
 
     def clear(self, key: TaskKey, note: str) -> None:
         """Clear exactly one task instance (it is killed if it runs, then runs again),
-        with ``note``: in the clear itself from Airflow 3.3, by a second call before."""
+        with ``note`` in the clear itself from Airflow 3.3; before, the note is set by
+        :meth:`note_after_clear`, a second call that the caller makes once it has recorded
+        the clear (a note that fails must not lose what was done)."""
         task: str | list[str | int] = key.task_id
         if key.map_index >= 0:
             task = [key.task_id, key.map_index]
@@ -242,12 +304,14 @@ class AirflowGateway:
             "include_future": False,
             "include_past": False,
         }
-        takes_note = self.version() >= CLEAR_TAKES_NOTE
-        if takes_note:
+        if self.version() >= CLEAR_TAKES_NOTE:
             body["note"] = note
         route = path("dags", key.dag_id, "clearTaskInstances")
         self._write(f"clear {key}", "POST", route, body)
-        if not takes_note:
+
+    def note_after_clear(self, key: TaskKey, note: str) -> None:
+        """Set the note of a task just cleared, where the clear could not carry it."""
+        if self.version() < CLEAR_TAKES_NOTE:
             self._patch(f"note {key}", key, {"note": note}, ["note"])
 
     def fail(self, key: TaskKey, note: str) -> None:

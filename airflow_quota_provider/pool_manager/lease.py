@@ -71,6 +71,34 @@ lease_table = Table(
 )
 
 
+database_table = Table(
+    "quota_manager_database",
+    _metadata,
+    Column("row", Integer, primary_key=True),
+    Column("identity", String(64), nullable=False),
+)
+"""One row: the database's own identity, which two URLs to one database share (and one
+relative SQLite path from two folders does not)."""
+
+
+def database_identity(engine: Engine) -> str:
+    """The identity of the managers' database, made on first use."""
+    _metadata.create_all(engine)
+    query = select(database_table.c.identity).where(database_table.c.row == 1)
+    with engine.begin() as connection:
+        found = connection.execute(query).scalar()
+    if found is not None:
+        return str(found)
+    try:
+        with engine.begin() as connection:
+            made = uuid.uuid4().hex
+            connection.execute(insert(database_table).values(row=1, identity=made))
+            return made
+    except IntegrityError:  # another manager made it meanwhile
+        with engine.begin() as connection:
+            return str(connection.execute(query).scalar_one())
+
+
 @dataclass(frozen=True)
 class Holder:
     """Who holds a lease now."""

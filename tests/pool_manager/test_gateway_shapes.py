@@ -99,8 +99,9 @@ def test_each_release_is_sent_a_clear_it_accepts_and_the_note_where_it_can_take_
 ) -> None:
     gateway = AirflowGateway(airflow.url, Credentials("manager", "secret"))
     run = "manual__2026-12-04T10:00:00+00:00"
-    gateway.clear(TaskKey("d", run, "t"), "why")
-    gateway.clear(TaskKey("d", run, "m", 3), "why again")
+    for key, note in ((TaskKey("d", run, "t"), "why"), (TaskKey("d", run, "m", 3), "why again")):
+        gateway.clear(key, note)
+        gateway.note_after_clear(key, note)
     clears = [(method, route) for method, route, _ in airflow.requests]
     task = f"/api/v2/dags/d/dagRuns/{run}/taskInstances"
     if airflow.version == "3.3.2":

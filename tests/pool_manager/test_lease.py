@@ -13,6 +13,7 @@ import pytest
 from sqlalchemy.engine import Engine
 
 from airflow_quota_provider.cli import main
+from airflow_quota_provider.cli.airflow_api import PASSWORD_VARIABLE
 from airflow_quota_provider.pool_manager.database import engine_for
 from airflow_quota_provider.pool_manager.lease import Lease
 from tests.postgres import plain, postgres_database
@@ -181,8 +182,9 @@ def test_a_leader_cut_off_from_postgresql_stops_acting_before_another_takes_over
 
 
 def test_on_sqlite_a_second_manager_refuses_to_start_naming_the_one_that_leads(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv(PASSWORD_VARIABLE, "secret")
     database = f"sqlite:///{tmp_path / 'manager.db'}"
     engine = engine_for(database)
     running = Lease(engine, "gpus", 1.0, holder="host-a:41:abc")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Iterator
 from http.server import ThreadingHTTPServer
 from pathlib import Path
@@ -22,7 +23,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from airflow_quota_provider.pool_manager.fleet import Fleet
-from airflow_quota_provider.pool_manager.gateway import AirflowGateway, Credentials
+from airflow_quota_provider.pool_manager.gateway import AirflowGateway, Credentials, GatewayError
+from airflow_quota_provider.pool_manager.heartbeat import Heartbeat, HeartbeatBoard
 from airflow_quota_provider.pool_manager.manager import PoolManager, Refused
 from airflow_quota_provider.pool_manager.store import Store
 from airflow_quota_provider.pool_manager.view_backend import PoolsBackend
@@ -54,6 +56,9 @@ class RefusingAirflow(ThreadingHTTPServer):
         self.pools: dict[str, dict[str, Any]] = {}
         self.tis: list[dict[str, Any]] = []
         self.refuse = True
+        self.notes_fail = False
+        self.variables: dict[str, str] = {}
+        self.login_status = 201
         self.cleared: list[str] = []
         self.pool_changes: list[tuple[str, int]] = []
 
@@ -73,6 +78,11 @@ class _Handler(JsonHandler):
         route = unquote(urlparse(self.path).path)
         if route == "/api/v2/version":
             return self._send({"version": "3.1.8", "git_version": None})
+        if route.startswith("/api/v2/variables/"):
+            key = route.rsplit("/", 1)[-1]
+            if key not in self.server.variables:
+                return self._send({"detail": "Not Found"}, 404)
+            return self._send({"key": key, "value": self.server.variables[key]})
         if route == "/api/v2/pools":
             pools = list(self.server.pools.values())
             return self._send({"pools": pools, "total_entries": len(pools)})
@@ -85,7 +95,12 @@ class _Handler(JsonHandler):
         body = self._body()
         route = unquote(urlparse(self.path).path)
         if route == "/auth/token":
+            if self.server.login_status != 201:
+                return self._send({"detail": "Invalid credentials"}, self.server.login_status)
             return self._send({"access_token": "x.eyJleHAiOiA0MTAyNDQ0ODAwfQ.y"}, 201)
+        if route == "/api/v2/variables":
+            self.server.variables[body["key"]] = body["value"]
+            return self._send(body, 201)
         if route.endswith("/taskInstances/list"):
             tis = [ti for ti in self.server.tis if ti["pool"] in body["pool"]]
             return self._send({"task_instances": tis, "total_entries": len(tis)})
@@ -98,11 +113,19 @@ class _Handler(JsonHandler):
 
     def do_PATCH(self) -> None:
         body = self._body()
-        name = unquote(urlparse(self.path).path).rsplit("/", 1)[-1]
+        route = unquote(urlparse(self.path).path)
+        name = route.rsplit("/", 1)[-1]
+        if route.startswith("/api/v2/variables/"):
+            if name not in self.server.variables:
+                return self._send({"detail": "Not Found"}, 404)
+            self.server.variables[name] = body["value"]
+            return self._send(body)
         if name in self.server.pools:
             self.server.pools[name].update(slots=body["slots"])
             self.server.pool_changes.append((name, body["slots"]))
             return self._send(self.server.pools[name])
+        if self.server.notes_fail:
+            return self._send({"detail": "Internal Server Error"}, 500)
         self._send({"note": body.get("note")})
 
 
@@ -138,12 +161,8 @@ def pool(name: str, slots: int, fleet: Fleet) -> dict[str, Any]:
     }
 
 
-def test_a_refused_clear_sets_the_shrunk_pool_back_and_is_shown_until_a_cycle_succeeds(
-    airflow: RefusingAirflow,
-    tmp_path: Path,
-    caplog: pytest.LogCaptureFixture,
-    statsd: StatsdListener,  # noqa: F811
-) -> None:
+def reclaim(airflow: RefusingAirflow) -> Fleet:
+    """Share own's 4-GPU task waits while share borrow's task holds 6 of the 8: a reclaim."""
     config = queue(
         share("own").capacity(gpu=4).lend_and_borrow(),
         share("borrow").capacity(gpu=4).lend_and_borrow(),
@@ -156,13 +175,28 @@ def test_a_refused_clear_sets_the_shrunk_pool_back_and_is_shown_until_a_cycle_su
         ti("borrow", borrow, 6, "running", "2026-12-04T10:00:00Z"),
         ti("own", own, 4, "scheduled", None),
     ]
+    return fleet
+
+
+def test_a_refused_clear_sets_the_shrunk_pool_back_and_is_shown_until_a_cycle_succeeds(
+    airflow: RefusingAirflow,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    statsd: StatsdListener,  # noqa: F811
+) -> None:
+    fleet = reclaim(airflow)
     store = Store(f"sqlite:///{tmp_path / 'pm.db'}")
     gateway = AirflowGateway(airflow.url, Credentials("manager", "secret"))
-    manager = PoolManager(fleet, gateway, store, clock=lambda: 1_796_400_000.0)
+    me = Heartbeat("vm:1:ab", "db1", "sqlite:///pm.db", 5.0, started_at=time.time())
+    board = HeartbeatBoard(gateway, "q")
+    manager = PoolManager(
+        fleet, gateway, store, clock=lambda: 1_796_400_000.0, heartbeat=board, me=me
+    )
 
     with caplog.at_level(logging.ERROR), pytest.raises(Refused):
         manager.cycle()
 
+    own, borrow = fleet.pool_of("own", "gpu"), fleet.pool_of("borrow", "gpu")
     # shrunk for the reclaim, then set back once the clear was refused
     assert airflow.pool_changes == [(borrow, 0), (borrow, 6)]
     assert airflow.pools[borrow]["slots"] == 6 and airflow.pools[own]["slots"] == 0
@@ -177,7 +211,8 @@ def test_a_refused_clear_sets_the_shrunk_pool_back_and_is_shown_until_a_cycle_su
 
     backend = PoolsBackend(fleet, gateway, store)
     view = backend.queue("q")
-    assert len(view.alerts) == 1
+    # no cycle of the manager has ended well yet: the page says so beside the refusal
+    assert view.alerts[1].startswith("no pool manager has ever cycled fleet q")
     alert = view.alerts[0]
     assert alert.startswith(
         f"the pool manager cannot apply its decisions: Airflow refused to clear {VICTIM} at "
@@ -186,8 +221,9 @@ def test_a_refused_clear_sets_the_shrunk_pool_back_and_is_shown_until_a_cycle_su
     assert "answered 422 Unprocessable Entity" in alert
     assert alert.endswith("it undid that cycle's pool changes and tries again each cycle")
     assert status_lines(view, Style())[1] == f"ALERT: {alert}"
+    assert status_lines(view, Style())[2] == f"ALERT: {view.alerts[1]}"
     api = TestClient(create_app(lambda: backend, lambda: None))
-    assert api.get("/api/v1/queues/q").json()["alerts"] == [alert]  # the page draws these
+    assert api.get("/api/v1/queues/q").json()["alerts"] == view.alerts  # the page draws these
     assert explanation_lines(backend.explain(OWNER), Style())[1] == f"  ALERT: {alert}"
 
     airflow.refuse = False  # the cause is gone: the next cycle applies everything
@@ -197,6 +233,23 @@ def test_a_refused_clear_sets_the_shrunk_pool_back_and_is_shown_until_a_cycle_su
     assert store.refusal() is None
     assert PoolsBackend(fleet, gateway, store).queue("q").alerts == []
     assert store.refusals()[0].resolved_at is not None
+
+
+def test_a_clear_whose_note_fails_is_still_recorded(
+    airflow: RefusingAirflow, tmp_path: Path
+) -> None:
+    """Before Airflow 3.3 the note is a second call: if it fails, the clear done before it
+    is still recorded (``events``, the page, the victim's external work), never lost."""
+    fleet = reclaim(airflow)
+    airflow.refuse, airflow.notes_fail = False, True
+    store = Store(f"sqlite:///{tmp_path / 'pm.db'}")
+    gateway = AirflowGateway(airflow.url, Credentials("manager", "secret"))
+    manager = PoolManager(fleet, gateway, store, clock=lambda: 1_796_400_000.0)
+    with pytest.raises(GatewayError, match=r"^note borrow/r1/train: answered 500"):
+        manager.cycle()
+    assert airflow.cleared == ["train"]
+    (event,) = store.events()
+    assert event.note.startswith("Cleared by the quota pool manager for own/r1/train (RECLAIM)")
 
 
 def test_a_failure_to_reach_airflow_is_not_a_refusal(tmp_path: Path) -> None:

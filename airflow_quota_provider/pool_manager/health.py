@@ -1,0 +1,76 @@
+"""What ``status``, ``explain`` and the page say of the manager of a pools fleet.
+
+Read from the fleet's heartbeat (:mod:`~airflow_quota_provider.pool_manager.heartbeat`):
+no manager ever, a manager that has not cycled for three of its intervals (its pools
+stay as it last set them), a manager whose last cycle failed, one that refuses its file's
+newer config, and a config file that differs from what the manager runs. In that last
+case the readers show the fleet as the manager runs it, so no task vanishes from the view
+because the file on the reader's side was edited first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from airflow_quota_provider.config_file import config_of_text
+from airflow_quota_provider.exceptions import ConfigError
+from airflow_quota_provider.pool_manager.fleet import Fleet
+from airflow_quota_provider.pool_manager.heartbeat import STALE_AFTER_INTERVALS, Heartbeat
+
+
+@dataclass(frozen=True)
+class Health:
+    """The fleet to show and what to say of its manager."""
+
+    fleet: Fleet
+    alerts: list[str]
+
+
+def health(fleet: Fleet, beat: Heartbeat | None, now: float, file_digest: str | None) -> Health:
+    """What to say of the manager of ``fleet`` (whose config file has ``file_digest``)."""
+    name = fleet.config.job_queue
+    if beat is None:
+        return Health(
+            fleet,
+            [
+                f"no pool manager has ever cycled fleet {name}: its pools are not managed "
+                f"(start one: airflow-quota pool-manager --config FILE)"
+            ],
+        )
+    alerts = []
+    if beat.stale(now):
+        last = beat.cycled_at if beat.cycled_at is not None else beat.written_at
+        alerts.append(
+            f"no pool manager has cycled fleet {name} since {_moment(last)} (more than "
+            f"{STALE_AFTER_INTERVALS} of its {beat.interval:g} s intervals): its pools stay as "
+            f"it last set them; last seen: {beat.describe(now)}"
+        )
+    elif beat.error:
+        alerts.append(
+            f"the pool manager's cycles fail since {_moment(beat.error_at or now)}: {beat.error}"
+        )
+    if beat.config_refused:
+        alerts.append(
+            f"the pool manager refused its config file's newer text and runs the older one "
+            f"({beat.config_digest}): {beat.config_refused}"
+        )
+    shown = fleet
+    if file_digest is not None and beat.config_text and file_digest != beat.config_digest:
+        try:
+            shown = Fleet.of(config_of_text(beat.config_text, beat.config_path or "config.yaml"))
+        except ConfigError:
+            shown = fleet
+        else:
+            if beat.config_refused:
+                return Health(shown, alerts)
+            alerts.append(
+                f"the config file differs from the one the pool manager runs ({beat.config_digest},"
+                f" {beat.config_path}): shown as the manager runs it; it takes the file's at its "
+                "next cycle if it validates"
+            )
+    return Health(shown, alerts)
+
+
+def _moment(seconds: float) -> str:
+    return f"{datetime.fromtimestamp(seconds, UTC):%Y-%m-%d %H:%M:%S} UTC"
