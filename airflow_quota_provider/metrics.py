@@ -28,7 +28,7 @@ from airflow_quota_provider.view.model import QueueView, ShareView
 
 PREFIX = "quota_provider"
 GAUGES = ("used", "borrowed", "lent", "waiting")
-COUNTERS = ("submissions", "preemptions", "failures")
+COUNTERS = ("submissions", "preemptions", "failures", "unadmitted_starts")
 
 Gauge = tuple[str, int, dict[str, str]]
 

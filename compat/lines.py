@@ -67,10 +67,8 @@ AIRFLOW_3_TESTS = (
     "tests/reconciler/test_reconcile.py",
     "tests/view/test_api.py",
     "tests/airflow/test_triggerer_load.py",
+    "tests/pool_manager/test_sagemaker_training.py",
 )
-# Not yet on the other lines: tests/pool_manager/test_sagemaker_training.py (the
-# PoolTrainingOperator story, 9 min): on Airflow 3.1 the manager clears as on 3.3, but the
-# operator's result counts no preemption; until that is understood it runs on 3.3 only.
 PINNED_TESTS = (
     "tests/airflow/test_example_dags.py",
     "tests/pool_manager/test_end_to_end.py",

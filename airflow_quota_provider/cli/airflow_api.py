@@ -6,6 +6,10 @@ port, login and password, e.g.
 ``AIRFLOW_CONN_AIRFLOW_API_DEFAULT=http://manager:secret@api:8080``), or
 ``--api-url`` and ``--username`` with the password in
 ``AIRFLOW_QUOTA_API_PASSWORD`` (never on the command line, where ``ps`` shows it).
+
+The database: ``--database``, by default the same file whichever folder a command runs
+from (:func:`~airflow_quota_provider.pool_manager.default_database_url`). Only the
+manager creates it; ``status``, ``explain`` and ``events`` read the manager's.
 """
 
 from __future__ import annotations
@@ -14,8 +18,8 @@ import argparse
 import os
 from typing import TYPE_CHECKING
 
+from airflow_quota_provider.pool_manager import DATABASE_FILE, default_database_url
 from airflow_quota_provider.pool_manager import DEFAULT_API_CONN_ID as DEFAULT_CONN_ID
-from airflow_quota_provider.pool_manager import DEFAULT_DATABASE_URL as DEFAULT_URL
 
 if TYPE_CHECKING:
     from airflow_quota_provider.pool_manager.gateway import Credentials
@@ -36,11 +40,15 @@ def add_airflow_api_arguments(parser: argparse._ActionsContainer, *, database: b
     )
     if not database:
         return
+    default = default_database_url()
     parser.add_argument(
         "--database",
-        default=DEFAULT_URL,
-        help="the pool manager's database (SQLAlchemy URL): preemptions and decisions; "
-        f"default {DEFAULT_URL} (in the current folder); postgresql://... for several managers",
+        default=default,
+        help="the pool manager's database (SQLAlchemy URL): preemptions and decisions. The "
+        "manager creates it; status, explain and events read the manager's and create "
+        f"nothing. Default sqlite:///$AIRFLOW_HOME/{DATABASE_FILE} from any folder, "
+        f"$AIRFLOW_HOME being ~/airflow unless set (here {default}); "
+        "postgresql://USER:PASSWORD@HOST:PORT/DB for several managers",
     )
 
 

@@ -4,7 +4,10 @@ They read through the same backend as the view (AWS Batch). Connection:
 ``--aws-conn-id`` (an Airflow connection) or the usual AWS environment
 (``AWS_ENDPOINT_URL``, region, credentials), with ``--region`` and
 ``--endpoint-url`` overrides, as ``plan`` and ``apply`` take them.
-Exit codes: 0 done, 1 an unknown queue or job, an ambiguous job name, or a failed AWS call.
+For a pools fleet (``--config``) they read the pool manager's ``--database`` and never
+create it: a database the manager never made is an error naming it.
+Exit codes: 0 done, 1 an unknown queue or job, an ambiguous job name, a failed AWS call,
+or a pools fleet's database that does not exist.
 """
 
 from __future__ import annotations
@@ -172,6 +175,7 @@ def _pools_backend(args: argparse.Namespace) -> QuotaBackend:
     from airflow_quota_provider.config_file import load_config
     from airflow_quota_provider.core.model import Backend
     from airflow_quota_provider.exceptions import ConfigError
+    from airflow_quota_provider.pool_manager.database import MissingDatabase
     from airflow_quota_provider.pool_manager.fleet import Fleet
     from airflow_quota_provider.pool_manager.gateway import AirflowGateway
     from airflow_quota_provider.pool_manager.store import Store
@@ -188,7 +192,9 @@ def _pools_backend(args: argparse.Namespace) -> QuotaBackend:
         )
     try:
         url, credentials = airflow_api(args.conn_id, args.api_url, args.username)
-        store = Store(args.database)
+        store = Store(args.database, create=False)
+    except MissingDatabase as error:
+        raise ViewError(f"{error}; pass --database, the one the pool manager runs with") from None
     except ValueError as error:
         raise ViewError(str(error)) from None
     return PoolsBackend(

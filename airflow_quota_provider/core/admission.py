@@ -9,12 +9,11 @@ from airflow_quota_provider.core.jobs import WaitingJob
 from airflow_quota_provider.core.model import (
     MAX_PRIORITY,
     MIN_PRIORITY,
-    UNLIMITED_BORROW,
     QueueConfig,
     Resources,
     Share,
 )
-from airflow_quota_provider.core.reasons import RefusalCode, WaitCode, borrow_limit_text
+from airflow_quota_provider.core.reasons import RefusalCode, WaitCode, borrow_limit_text, listed
 from airflow_quota_provider.core.usage import UsageView
 
 
@@ -78,12 +77,13 @@ def check_fits_ever(config: QueueConfig, share: Share, demand: Resources) -> Ref
             return Refusal(
                 RefusalCode.EXCEEDS_MAX_QUOTA,
                 f"the job needs {need} {unit}; share {share.name} may hold at most {limit} "
-                f"(owns {share.owns(unit)}, {_borrowing_terms(share)})",
+                f"(owns {share.owns(unit)}, {borrowing_terms(share)})",
             )
     return None
 
 
-def _borrowing_terms(share: Share) -> str:
+def borrowing_terms(share: Share) -> str:
+    """How far ``share`` may borrow, as messages say it: ``borrow_limit 50%``."""
     if not share.sharing.borrows:
         return f"{share.sharing.value} does not borrow"
     return borrow_limit_text(share.borrow_limit)
@@ -151,8 +151,7 @@ def _over_limit(
     config: QueueConfig, view: UsageView, share: Share, unit: str, need: int
 ) -> Shortfall | None:
     used = view.used(share.name, unit)
-    limit = config.share_limit(share, unit)
-    if used + need <= limit:
+    if used + need <= config.share_limit(share, unit):
         return None
     owned = share.owns(unit)
     head = f"{share.name} needs {need} {unit}; it uses {used} of {owned}"
@@ -162,13 +161,37 @@ def _over_limit(
             unit,
             f"{head} and its sharing strategy {share.sharing.value} does not borrow",
         )
-    more = max(0, limit - max(used, owned))
-    if share.borrow_limit == UNLIMITED_BORROW:
-        # an unlimited borrower is capped only by the queue itself
-        terms = f"the queue has {limit} in all (borrow_limit -1)"
-    else:
+    cap = share.borrow_cap(unit)
+    if cap is not None and cap <= config.capacity.get(unit, 0):
+        more = max(0, cap - max(used, owned))
         terms = f"may borrow {more} more ({borrow_limit_text(share.borrow_limit)})"
-    return Shortfall(WaitCode.BORROW_LIMIT_REACHED, unit, f"{head} and {terms}")
+        return Shortfall(WaitCode.BORROW_LIMIT_REACHED, unit, f"{head} and {terms}")
+    # its borrow limit would let it hold more than the queue has: the queue stops it
+    if cap is None:
+        may = "may borrow without limit (borrow_limit -1)"
+    else:
+        may = f"its borrow_limit {share.borrow_limit}% would let it hold {cap}"
+    in_use = _queue_in_use(config, view, share, unit)
+    return Shortfall(WaitCode.QUEUE_CAPACITY_IN_USE, unit, f"{head} and {may}, but {in_use}")
+
+
+def _queue_in_use(config: QueueConfig, view: UsageView, share: Share, unit: str) -> str:
+    """What the queue has of ``unit``, what of it is free for ``share`` and who holds the
+    rest: ``job queue q has 16 gpu in all, 1 free; nlp holds 12, cv 3``."""
+    capacity = config.capacity.get(unit, 0)
+    free = max(0, view.free_for(share, unit))
+    text = f"{config.title} has {capacity} {unit} in all, {free} free"
+    reserved = capacity - view.total.get(unit, 0) - free
+    if reserved > 0:
+        text += f" ({reserved} more idle in RESERVE shares, which do not lend it)"
+    holders = sorted(
+        ((count, name) for name, usage in view.by_share.items() if (count := usage.get(unit, 0))),
+        key=lambda holder: (-holder[0], holder[1]),
+    )
+    if not holders:
+        return text
+    (most, first), rest = holders[0], holders[1:]
+    return f"{text}; " + listed([f"{first} holds {most}", *(f"{n} {c}" for c, n in rest)])
 
 
 def _short_of_free(

@@ -68,6 +68,7 @@ _PREEMPTIBLE_SHORTFALLS = frozenset(
         WaitCode.WAITING_FOR_OWN_CAPACITY,
         WaitCode.NO_IDLE_CAPACITY,
         WaitCode.BORROW_LIMIT_REACHED,
+        WaitCode.QUEUE_CAPACITY_IN_USE,
         WaitCode.BORROWING_NOT_ALLOWED,
         WaitCode.BEHIND_EARLIER_BORROWER,
     }

@@ -115,12 +115,20 @@ class Share:
 
     def limit(self, unit: str, queue_capacity: int) -> int:
         """The most of ``unit`` this share may ever hold, borrowing included."""
+        if not self.sharing.borrows:
+            return self.owns(unit)
+        cap = self.borrow_cap(unit)
+        return queue_capacity if cap is None else min(queue_capacity, cap)
+
+    def borrow_cap(self, unit: str) -> int | None:
+        """The most of ``unit`` its sharing strategy and borrow limit let it hold, however
+        much the queue has: ``None`` when it may borrow without limit."""
         own = self.owns(unit)
         if not self.sharing.borrows:
             return own
         if self.borrow_limit == UNLIMITED_BORROW:
-            return queue_capacity
-        return min(queue_capacity, own + own * self.borrow_limit // 100)
+            return None
+        return own + own * self.borrow_limit // 100
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,11 @@ class WaitCode(str, enum.Enum):
     """The share's own capacity is in use and its strategy (RESERVE, LEND) never borrows."""
     BORROW_LIMIT_REACHED = "BORROW_LIMIT_REACHED"
     """Starting the job would take the share beyond ``capacity x (1 + borrow_limit/100)``."""
+    QUEUE_CAPACITY_IN_USE = "QUEUE_CAPACITY_IN_USE"
+    """No borrow limit stops the job (the share borrows without limit, or its limit allows
+    more than the queue has), but it and what its share holds already are more than the
+    queue's (a pools fleet's) whole capacity: it waits until the share's own jobs leave
+    room. The message says what is free and who holds the rest."""
     WAITING_FOR_OWN_CAPACITY = "WAITING_FOR_OWN_CAPACITY"
     """The job fits in what its share owns, but that capacity is held by jobs
     that cannot be preempted now: the share's own jobs (in-share preemption off,

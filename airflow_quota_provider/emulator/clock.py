@@ -1,8 +1,9 @@
 """Emulated time: the wall clock at start, then ``time_scale`` emulated seconds per real second.
 
-Every timestamp the emulator returns is in emulated time, so a two-hour
-training run at ``--time-scale 60`` reports two hours between its start and
-end although two minutes passed. ``time_scale`` 0 stops time: only
+Every timestamp the emulator returns is in emulated time, and so is the HTTP
+``Date`` of every answer (clients that measure ages against it agree with the
+timestamps), so a two-hour training run at ``--time-scale 60`` reports two
+hours between its start and end although two minutes passed. ``time_scale`` 0 stops time: only
 :meth:`EmulatedClock.advance` (``POST /_emulator/clock``) moves it, which makes
 tests exact. :meth:`EmulatedClock.set_time_scale` (``POST /_emulator/clock``
 with ``time_scale``) changes the pace from now on, so a driver can pause the

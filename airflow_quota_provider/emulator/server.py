@@ -79,6 +79,12 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    def date_time_string(self, timestamp: float | None = None) -> str:
+        """Every answer's ``Date``: the emulated time, as AWS's answers carry the time of
+        the clock their timestamps come from (clients may measure ages against it)."""
+        now = self.server.emulator.now() if timestamp is None else timestamp
+        return super().date_time_string(now)
+
     def log_message(self, format: str, *args: Any) -> None:
         log.debug("%s %s", self.address_string(), format % args)
 

@@ -109,10 +109,16 @@ class TrainingTries:
 
     def listed(self, **filters: Any) -> Iterator[dict[str, Any]]:
         """``ListTrainingJobs`` summaries with ``filters``, every page."""
+        for page in self.pages(**filters):
+            yield from page.get("TrainingJobSummaries", ())
+
+    def pages(self, **filters: Any) -> Iterator[dict[str, Any]]:
+        """``ListTrainingJobs`` answers with ``filters``, one per page (each with its
+        ``ResponseMetadata``, which says when SageMaker answered)."""
         kwargs: dict[str, Any] = {"MaxResults": 100, **filters}
         while True:
             page = self.client.list_training_jobs(**kwargs)
-            yield from page.get("TrainingJobSummaries", ())
+            yield page
             if not page.get("NextToken"):
                 return
             kwargs["NextToken"] = page["NextToken"]

@@ -41,8 +41,8 @@ from airflow_quota_provider.core import (
     WaitingReasons,
     settle,
 )
-from airflow_quota_provider.core.admission import check_fits_ever
-from airflow_quota_provider.core.model import Share
+from airflow_quota_provider.core.admission import borrowing_terms, check_fits_ever
+from airflow_quota_provider.core.model import QueueConfig, Share
 from airflow_quota_provider.pool_manager.fleet import Fleet
 from airflow_quota_provider.pool_manager.tasks import PoolTask, TaskKey, TaskState
 
@@ -226,9 +226,28 @@ def _never_fits(fleet: Fleet, task: PoolTask) -> Refusal | None:
         return None
     note = (
         f"Failed by the quota pool manager: pool_slots={task.slots} in pool {task.pool} can "
-        f"never run: {refusal.message}. Lower pool_slots or give share {share_name} more {unit}."
+        f"never run: {refusal.message}. {_what_is_possible(fleet.config, share, unit, task.slots)}"
     )
     return Refusal(task.key, task.pool, note[:NOTE_LIMIT])
+
+
+def _what_is_possible(config: QueueConfig, share: Share, unit: str, slots: int) -> str:
+    """What share ``share`` can ever hold of ``unit``, and what would let a task that asks
+    for ``slots`` of it run: fewer slots, a share that may hold more (only while the fleet
+    has more), or a larger fleet."""
+    most = config.share_limit(share, unit)
+    fleet_has = config.capacity.get(unit, 0)
+    lower = f"lower pool_slots to {most} or less" if most else ""
+    if slots > fleet_has:
+        holds = (
+            f"share {share.name} may hold at most {most} {unit} of it "
+            f"(owns {share.owns(unit)}, {borrowing_terms(share)})"
+        )
+        return f"The fleet itself is too small: {holds}" + (f"; {lower}." if lower else ".")
+    grow = "borrow_limit" if share.sharing.borrows else "let it borrow (LEND_AND_BORROW)"
+    grow = f"raise share {share.name}'s capacity or {grow}"
+    has = f"The fleet has {fleet_has} {unit} in all"
+    return f"{has}: {lower}, or {grow}." if lower else f"{has}: {grow}."
 
 
 def running_jobs(

@@ -33,6 +33,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from packaging.version import Version
+
 from airflow_quota_provider.hooks.submission import TaskIdentity
 from airflow_quota_provider.hooks.training_tries import RUNNING_STATUSES, TrainingTries
 from airflow_quota_provider.pool_manager.tasks import TaskKey
@@ -43,6 +45,12 @@ STOP_AFTER_SECONDS = 20.0
 """How long a victim's training job may go on ``InProgress`` (not ``Stopping``) once the
 manager has seen it so, before the manager stops it: far longer than the try's own stop
 takes (the worker learns of the clear at its next heartbeat, the triggerer at once)."""
+
+
+TRIGGER_ON_KILL = Version("3.3")
+"""The first Airflow whose triggerer calls a trigger's ``on_kill`` when its deferred task is
+cleared or marked failed: before it, nothing stops a deferred victim's job but the manager,
+which then stops it as it preempts."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +84,10 @@ class ExternalWork(Protocol):
     def tell(self, victim: Victim, note: str) -> None:
         """Record on the victim's external work, if it has any, who preempts it and why,
         before its task is cleared (so the task's log can say so); never raises."""
+        ...
+
+    def stop(self, victim: Victim) -> None:
+        """Stop the victim's external work, if it has any, without waiting; never raises."""
         ...
 
 
@@ -142,6 +154,14 @@ class SageMakerTrainingJobs:
         try:
             tries.stop(name, 0, job=job)
         except Exception as error:  # the next cycle asks again
+            log.warning("could not stop training job %s: %s", name, error)
+
+    def stop(self, victim: Victim) -> None:
+        name = victim.training_job_name
+        try:
+            if TrainingTries(self.client).stop(name, 0) is not None:
+                log.info("%s: stopping its training job %s", victim.key, name)
+        except Exception as error:  # the next cycles stop it after stop_after
             log.warning("could not stop training job %s: %s", name, error)
 
     def tell(self, victim: Victim, note: str) -> None:

@@ -47,7 +47,12 @@ from datetime import UTC, datetime
 from airflow_quota_provider import metrics
 from airflow_quota_provider.pool_manager.config_watch import ConfigRefused, ConfigWatch
 from airflow_quota_provider.pool_manager.decide import PoolPlan, Stop, decide
-from airflow_quota_provider.pool_manager.external import ExternalWork, ExternalWorkUnknown, Victim
+from airflow_quota_provider.pool_manager.external import (
+    TRIGGER_ON_KILL,
+    ExternalWork,
+    ExternalWorkUnknown,
+    Victim,
+)
 from airflow_quota_provider.pool_manager.figures import fleet_gauges
 from airflow_quota_provider.pool_manager.fleet import Fleet
 from airflow_quota_provider.pool_manager.gateway import AirflowGateway, GatewayError
@@ -58,6 +63,7 @@ from airflow_quota_provider.pool_manager.heartbeat import (
     HeartbeatBoard,
 )
 from airflow_quota_provider.pool_manager.lease import Lease
+from airflow_quota_provider.pool_manager.overtaking import Overtaking
 from airflow_quota_provider.pool_manager.pools import PoolSlots
 from airflow_quota_provider.pool_manager.restarting import RestartingWatch
 from airflow_quota_provider.pool_manager.store import Store
@@ -214,6 +220,7 @@ class PoolManager:
         self.me = me
         """What this manager says of itself in the fleet's heartbeat (with ``heartbeat``)."""
         self._checked = float("-inf")
+        self.overtaking = Overtaking()
 
     def cycle(self) -> CycleReport:
         """One cycle; :class:`Refused` if Airflow refused one of its changes."""
@@ -226,6 +233,15 @@ class PoolManager:
         foreign = self.fleet.foreign_pools(pools)
         if foreign:
             raise ForeignPools(foreign)
+        for task in self.overtaking.cycle(observed.read, (start.key for start in plan.start)):
+            log.warning(
+                "%s started in %s though the manager did not admit it, before a task of its "
+                "pool that comes first: Airflow gave it slots freed between two cycles",
+                task.key,
+                task.pool,
+            )
+            if task.pool in self.fleet.shares:
+                self._count("unadmitted_starts", task.pool)
         self._shrunk = {}
         try:
             changed = self._apply(observed, pools, now)
@@ -295,8 +311,9 @@ class PoolManager:
         """Apply the cycle's plan in the safe order; how many pools changed."""
         plan = observed.plan
         changed = self._set_pools(plan, pools, grow=False)
+        deferred = {task.key for task in observed.read if task.state is TaskState.DEFERRED}
         for stop in plan.stop:
-            self._preempt(stop, now)
+            self._preempt(stop, now, deferred=stop.key in deferred)
         for refusal in plan.refuse:
             self._may_change(f"fail {refusal.key}")
             log.warning("failing %s: %s", refusal.key, refusal.note)
@@ -418,7 +435,7 @@ class PoolManager:
                 f"not going to {what}"
             )
 
-    def _preempt(self, stop: Stop, now: float) -> None:
+    def _preempt(self, stop: Stop, now: float, *, deferred: bool = False) -> None:
         self._may_change(f"preempt {stop.key}")
         if not self._still_runs(stop):
             return
@@ -431,6 +448,9 @@ class PoolManager:
             self._tell(stop)
             self.gateway.clear(stop.key, stop.note)
         self.store.record_preemption(stop, _moment(now))
+        if deferred and self.external is not None and stop.try_number and self._no_on_kill():
+            # no trigger's on_kill runs on this Airflow: the victim's work is stopped here
+            self.external.stop(Victim(stop.key, stop.try_number))
         self._count("preemptions", stop.pool)
         if stop.fails:
             self._count("failures", stop.pool)
@@ -483,6 +503,10 @@ class PoolManager:
         what = "is gone" if seen is None else f"is {seen.state} (try {seen.try_number})"
         log.info("not preempting %s: it %s since the cycle read it", stop.key, what)
         return False
+
+    def _no_on_kill(self) -> bool:
+        """Whether this Airflow cancels a deferred task's trigger without its ``on_kill``."""
+        return self.gateway.version() < TRIGGER_ON_KILL
 
     def _tell(self, stop: Stop) -> None:
         if self.external is not None and stop.try_number:

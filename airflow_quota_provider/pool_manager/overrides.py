@@ -18,32 +18,43 @@ Each key overrides its share's setting for this task:
 is the one free-form per-task setting Airflow keeps; executors ignore keys they
 do not know (KubernetesExecutor reads ``pod_override``). Airflow's REST API
 returns it as the text of the Python dict, which is read back here without
-running it (:func:`ast.literal_eval`); a ``quota`` entry that is not a mapping
-of known keys with valid values is a problem the manager reports on the task.
+running it (:func:`ast.literal_eval`). A ``quota`` entry that is not a mapping of
+known keys with valid values has problems, all of them found at once and worded as
+``airflow-quota validate`` words a config's (the same checks, with "did you mean" for
+an unknown key): the manager fails the task with a note listing them.
 """
 
 from __future__ import annotations
 
 import ast
-import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from airflow_quota_provider.core.fields import show
+from airflow_quota_provider.core.fields import Fields, boolean, integer, number, show
+from airflow_quota_provider.exceptions import Problem
 
 KEY = "quota"
 SETTINGS = ("preemption_retries", "preemptible", "min_runtime_seconds")
+PATH = f"executor_config[{KEY!r}]"
+"""Where a problem is, as the DAG author wrote it: ``executor_config['quota'].preemptible``."""
 
 
 @dataclass(frozen=True)
 class Overrides:
-    """A task's own settings (``None``: its share's); ``problem`` says why they could not
-    be read, if so."""
+    """A task's own settings (``None``: its share's), or what is wrong with them."""
 
     preemption_retries: int | None = None
     preemptible: bool | None = None
     min_runtime_seconds: float | None = None
-    problem: str | None = None
+    problems: tuple[Problem, ...] = ()
+    """Every problem of the task's ``quota`` entry; with any, no setting is read."""
+
+    @property
+    def problem(self) -> str | None:
+        """The problems in one line, as the manager's note and log give them."""
+        if not self.problems:
+            return None
+        return "; ".join(str(problem) for problem in self.problems)
 
 
 NONE = Overrides()
@@ -55,52 +66,27 @@ def overrides_of(executor_config: str | None) -> Overrides:
         return NONE
     settings = _quota_entry(executor_config)
     if settings is None:
-        return Overrides(
-            problem=f"executor_config[{KEY!r}] could not be read: {executor_config[:200]}"
-        )
+        return _wrong(f"could not be read: {executor_config[:200]}")
     if not isinstance(settings, Mapping):
-        return Overrides(
-            problem=f"executor_config[{KEY!r}] must be a mapping, got {show(settings)}"
-        )
-    unknown = sorted(str(k) for k in settings if k not in SETTINGS)
-    if unknown:
-        found, allowed = ", ".join(unknown), ", ".join(SETTINGS)
-        return Overrides(
-            problem=f"executor_config[{KEY!r}] has unknown keys {found}; allowed: {allowed}"
-        )
-    problems = [
-        f"executor_config[{KEY!r}][{key!r}] must be {want}, got {show(settings[key])}"
-        for key, (valid, want) in _RULES.items()
-        if settings.get(key) is not None and not valid(settings[key])
-    ]
-    if problems:
-        return Overrides(problem="; ".join(problems))
-    runtime = settings.get("min_runtime_seconds")
+        return _wrong(f"must be a mapping of {', '.join(SETTINGS)}, got {show(settings)}")
+    # a known key set to None means the share's setting, as if it were not there
+    given = {k: v for k, v in settings.items() if v is not None or k not in SETTINGS}
+    fields = Fields(given, PATH, [])
+    fields.unknown(SETTINGS)
+    retries = fields.get("preemption_retries", integer(0), None)
+    preemptible = fields.get("preemptible", boolean, None)
+    runtime = fields.get("min_runtime_seconds", number(0, of=" of seconds"), None)
+    if fields.problems:
+        return Overrides(problems=tuple(fields.problems))
     return Overrides(
-        preemption_retries=settings.get("preemption_retries"),
-        preemptible=settings.get("preemptible"),
+        preemption_retries=retries,
+        preemptible=preemptible,
         min_runtime_seconds=None if runtime is None else float(runtime),
     )
 
 
-def _count(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-
-def _flag(value: object) -> bool:
-    return type(value) is bool
-
-
-def _seconds(value: object) -> bool:
-    number = isinstance(value, int | float) and not isinstance(value, bool)
-    return number and 0 <= value < math.inf  # type: ignore[operator]
-
-
-_RULES: dict[str, tuple[Callable[[object], bool], str]] = {
-    "preemption_retries": (_count, "an integer >= 0"),
-    "preemptible": (_flag, "True or False"),
-    "min_runtime_seconds": (_seconds, "a number of seconds >= 0"),
-}
+def _wrong(message: str) -> Overrides:
+    return Overrides(problems=(Problem(PATH, message),))
 
 
 def _quota_entry(text: str) -> object:

@@ -1,9 +1,10 @@
 """The pool manager's own small database: preemptions, and each cycle's decisions.
 
-SQLAlchemy Core, on 1.4 (Airflow 2.11 and 3.0 bring it) and 2; a SQLite file by
-default, PostgreSQL by URL (several managers share one). Airflow stays the source
-of truth for tasks and pools: what is kept here is what Airflow does not keep, so a
-restarted manager rebuilds the rest from Airflow:
+SQLAlchemy Core, on 1.4 (Airflow 2.11 and 3.0 bring it) and 2; a SQLite file in
+``$AIRFLOW_HOME`` by default, PostgreSQL by URL (several managers share one). Only the
+manager creates the database and its tables; readers open it with ``create=False``.
+Airflow stays the source of truth for tasks and pools: what is kept here is what
+Airflow does not keep, so a restarted manager rebuilds the rest from Airflow:
 
 - ``quota_preemption``: every preemption (who, by whom, why), so the cap on
   preemptions per task survives a restart and ``events`` can list them;
@@ -42,23 +43,24 @@ from sqlalchemy import (
     delete,
     func,
     insert,
-    inspect,
     select,
-    text,
     update,
 )
 from sqlalchemy.engine import Dialect, Engine, Row
 from sqlalchemy.sql import Select
 
-from airflow_quota_provider.pool_manager import DEFAULT_DATABASE_URL
-from airflow_quota_provider.pool_manager.database import engine_for
+from airflow_quota_provider.pool_manager import default_database_url
+from airflow_quota_provider.pool_manager.database import (
+    engine_for,
+    existing_engine_for,
+    sqlite_file,
+)
 from airflow_quota_provider.pool_manager.decide import PoolPlan, Stop
+from airflow_quota_provider.pool_manager.schema import add_missing_columns, require_tables
 from airflow_quota_provider.pool_manager.tasks import TaskKey
 
 _IN_CHUNK = 500
 """Runs per ``IN (...)`` list when counting preemptions."""
-
-DEFAULT_URL = DEFAULT_DATABASE_URL
 
 
 class UtcDateTime(TypeDecorator[datetime]):
@@ -230,12 +232,28 @@ class RefusalRow:
 class Store:
     """The manager's records in one database."""
 
-    def __init__(self, url: str = DEFAULT_URL) -> None:
-        """:class:`~airflow_quota_provider.pool_manager.database.DatabaseUrlError` if
-        ``url`` cannot be used (see :mod:`~airflow_quota_provider.pool_manager.database`)."""
-        self.engine: Engine = engine_for(url)
-        _METADATA.create_all(self.engine)
-        _add_missing_columns(self.engine)
+    def __init__(self, url: str | None = None, *, create: bool = True) -> None:
+        """The records in the database at ``url`` (default:
+        :func:`~airflow_quota_provider.pool_manager.default_database_url`).
+
+        :param create: make the database, its tables and columns where missing, as the
+            manager does at start. A reader (``status``, ``explain``, ``events``, the page)
+            passes false and gets
+            :class:`~airflow_quota_provider.pool_manager.database.MissingDatabase`
+            instead of an empty database that it would read as "nothing happened".
+
+        :class:`~airflow_quota_provider.pool_manager.database.DatabaseUrlError` if ``url``
+        cannot be used (see
+        :mod:`~airflow_quota_provider.pool_manager.database`)."""
+        url = url or default_database_url()
+        if create:
+            self.engine: Engine = engine_for(url)
+            _make_folder(url)
+            _METADATA.create_all(self.engine)
+            add_missing_columns(self.engine, _METADATA)
+        else:
+            self.engine = existing_engine_for(url)
+            require_tables(self.engine, _METADATA, url)
 
     def preemptions(self, keys: Iterable[TaskKey] | None = None) -> dict[TaskKey, int]:
         """How often each task was preempted (every task with a preemption, or ``keys``).
@@ -417,25 +435,12 @@ def _records(rows: Iterable[Row[Any]], kind: type[_Record]) -> list[_Record]:
     return [kind(**row._asdict()) for row in rows]
 
 
-def _add_missing_columns(engine: Engine) -> None:
-    """Add the nullable columns a table of an earlier version lacks (``create_all`` makes
-    missing tables only), so an existing database keeps its records."""
-    inspector = inspect(engine)
-    for table in _METADATA.sorted_tables:
-        have = {column["name"] for column in inspector.get_columns(table.name)}
-        for column in table.columns:
-            if column.name in have:
-                continue
-            if not column.nullable:
-                raise RuntimeError(
-                    f"table {table.name} of the pool manager's database lacks column "
-                    f"{column.name}, which cannot be added in place; move the database aside"
-                )
-            kind = column.type.compile(dialect=engine.dialect)
-            with engine.begin() as connection:
-                connection.execute(
-                    text(f'ALTER TABLE {table.name} ADD COLUMN "{column.name}" {kind}')
-                )
+def _make_folder(url: str) -> None:
+    """The folder of a SQLite file, which SQLite does not make (``$AIRFLOW_HOME`` before
+    Airflow first ran there)."""
+    path = sqlite_file(url)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
 
 
 def now_utc() -> datetime:

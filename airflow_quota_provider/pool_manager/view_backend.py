@@ -84,7 +84,7 @@ class PoolsBackend:
         self._cached: tuple[float, QueueView] | None = None
 
     def queues(self) -> list[QueueSummary]:
-        return [QueueSummary(self.fleet.config.job_queue, "", "ENABLED")]
+        return [QueueSummary(self.fleet.config.job_queue, "", "ENABLED", kind="fleet")]
 
     def queue(self, name: str) -> QueueView:
         if name != self.fleet.config.job_queue:
@@ -213,7 +213,7 @@ def _job(
         preemptions=counts.get(task.key, 0),
         next_victim=victim,
         task=_link(task.key),
-        console_url="",
+        console_url=None,
         preemptible=_preemptible(fleet, task),
     )
 
@@ -234,7 +234,8 @@ def _admitted(
 
 
 def _event(fleet: Fleet, row: PreemptionRow) -> PreemptionEvent:
-    share = fleet.shares.get(row.pool, (row.pool, ""))[0]
+    # a pool the config no longer names: its slots, of no known unit
+    share, unit = fleet.shares.get(row.pool, (row.pool, "slot"))
     stopped = int(row.at.timestamp() * 1000)
     started = int(row.started.timestamp() * 1000) if row.started is not None else stopped
     key = row.key
@@ -251,7 +252,8 @@ def _event(fleet: Fleet, row: PreemptionRow) -> PreemptionEvent:
         checkpointed=False,
         training_job="",
         task=_link(key),
-        console_url="",
+        console_url=None,
+        work_lost_unit=unit,
     )
 
 

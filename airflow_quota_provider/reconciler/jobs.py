@@ -2,12 +2,21 @@
 
 A job without all of them was not started by this provider and is never listed,
 so never touched. Only jobs that still hold (or wait for) capacity are listed.
+
+A job's creation time is the service's, by the service's clock; the reconciler
+measures grace by its own. Each job's creation is moved onto the reconciler's
+clock by how far the service's clock was from it when the service answered (the
+answer's HTTP ``Date``), so the two agree whatever the skew: the local endpoint
+at ``--time-scale 60`` runs its clock ahead of the wall clock, as a real
+service's clock may drift from the machine's.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator, Mapping
+from email.utils import parsedate_to_datetime
 from typing import Any, Protocol
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -36,12 +45,43 @@ class JobSource(Protocol):
     def stop(self, job: OurJob, reason: str) -> None: ...
 
 
-class ServiceJobs:
-    """Our service jobs in AWS Batch job queues."""
+def answered_at(answer: Mapping[str, Any]) -> float | None:
+    """When a service answered, by its own clock (seconds since the epoch, whole seconds):
+    the ``Date`` of its HTTP answer; ``None`` when it sent none that can be read."""
+    headers = (answer.get("ResponseMetadata") or {}).get("HTTPHeaders") or {}
+    date = headers.get("date")
+    if not date:
+        return None
+    try:
+        return parsedate_to_datetime(str(date)).timestamp()
+    except (TypeError, ValueError):
+        return None
 
-    def __init__(self, batch: Any, job_queues: tuple[str, ...]) -> None:
+
+def on_our_clock(stamp: float, answered: float | None, now: float) -> float:
+    """``stamp``, a time by the clock of a service that answered at ``answered`` (by its
+    clock) and ``now`` (by ours), as a time by ours; never after ``now`` (the ``Date``
+    is in whole seconds). Without ``answered``, the clocks are taken to agree."""
+    if answered is None:
+        return stamp
+    return min(now, stamp + now - answered)
+
+
+class ServiceJobs:
+    """Our service jobs in AWS Batch job queues.
+
+    :param clock: the reconciler's clock, which creation times are moved onto.
+    """
+
+    def __init__(
+        self,
+        batch: Any,
+        job_queues: tuple[str, ...],
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.batch = batch
         self.job_queues = job_queues
+        self.clock = clock
 
     def live(self) -> list[OurJob]:
         jobs: list[OurJob] = []
@@ -57,6 +97,7 @@ class ServiceJobs:
             identity = TaskIdentity.from_tags(job.get("tags") or {})
             if identity is not None and job.get("status") in SERVICE_JOB_STATUSES:
                 created = float(job.get("createdAt") or 0) / 1000  # epoch milliseconds
+                created = on_our_clock(created, answered_at(job), self.clock())
                 jobs.append(ExternalJob("service job", job_id, identity, created))
         return jobs
 
@@ -91,10 +132,13 @@ class TrainingJobs:
     A training job is ours when its tags name a task instance and its name is the
     one a try of that task gives its job (so AWS Batch's own training jobs, and
     anyone else's, are left alone).
+
+    :param clock: the reconciler's clock, which creation times are moved onto.
     """
 
-    def __init__(self, sagemaker: Any) -> None:
+    def __init__(self, sagemaker: Any, clock: Callable[[], float] = time.time) -> None:
         self.sagemaker = sagemaker
+        self.clock = clock
 
     def live(self) -> list[OurJob]:
         jobs: list[OurJob] = []
@@ -124,13 +168,15 @@ class TrainingJobs:
             raise JobsUnknown(f"StopTrainingJob {job.job_id}: {error}") from None
 
     def _in_progress(self) -> Iterator[tuple[str, str, float]]:
-        listed = TrainingTries(self.sagemaker).listed(StatusEquals="InProgress")
+        pages = TrainingTries(self.sagemaker).pages(StatusEquals="InProgress")
         while True:
             try:
-                summary = next(listed)
+                page = next(pages)
             except StopIteration:
                 return
             except (ClientError, BotoCoreError) as error:
                 raise JobsUnknown(f"ListTrainingJobs: {error}") from None
-            created = summary["CreationTime"].timestamp()
-            yield str(summary["TrainingJobName"]), str(summary["TrainingJobArn"]), created
+            answered, now = answered_at(page), self.clock()
+            for summary in page.get("TrainingJobSummaries", ()):
+                created = on_our_clock(summary["CreationTime"].timestamp(), answered, now)
+                yield str(summary["TrainingJobName"]), str(summary["TrainingJobArn"]), created

@@ -67,7 +67,9 @@ def plan_lines(plan: Plan, name: str, wording: Wording = BATCH) -> list[str]:
     """
     lines = [wording.title.format(name=name)]
     lines += [f"  {change_line(change)}" for change in plan.changes]
-    lines.append(summary(plan, wording))
+    if plan.changes or not plan.blockers:
+        # a plan that changes nothing because of its blockers says only what blocks it
+        lines.append(summary(plan, wording))
     for heading, items in (
         (wording.notes, plan.notes),
         (wording.warnings, plan.warnings),
@@ -80,7 +82,9 @@ def plan_lines(plan: Plan, name: str, wording: Wording = BATCH) -> list[str]:
 
 
 def summary(plan: Plan, wording: Wording = BATCH) -> str:
-    if not plan.changes:
+    """How many changes of each kind; ``no_changes`` only for a plan that neither
+    changes nor blocks anything."""
+    if plan.empty:
         return wording.no_changes
     counts = Counter(change.action for change in plan.changes)
     text = ", ".join(f"{counts[a]} to {a}" for a in ("create", "update", "delete"))

@@ -22,7 +22,7 @@ from typing import Annotated, Any, Literal, TypeVar
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query
 from fastapi.responses import HTMLResponse, Response
 
-from airflow_quota_provider.exceptions import AmbiguousJob, UnknownJob, UnknownQueue
+from airflow_quota_provider.exceptions import AmbiguousJob, UnknownJob, UnknownQueue, ViewError
 from airflow_quota_provider.sync.errors import AwsCallFailed
 from airflow_quota_provider.view.backend import QuotaBackend
 from airflow_quota_provider.view.model import (
@@ -44,7 +44,10 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class QueueOverview:
-    """A queue's capacity and recent utilization (shares, jobs, events: their own routes)."""
+    """A queue's capacity and recent utilization (shares, jobs, events: their own routes).
+
+    ``kind``: ``job queue`` (AWS Batch) or ``fleet`` (a pools fleet, which keeps no
+    utilization history: its ``utilization`` is empty)."""
 
     name: str
     arn: str
@@ -55,6 +58,7 @@ class QueueOverview:
     waiting: int
     running: int
     alerts: list[str]
+    kind: str
 
 
 def create_app(
@@ -129,7 +133,7 @@ def _schema(router: APIRouter, app: FastAPI) -> None:
 
 
 def _api(router: APIRouter, data: Callable[[], QuotaBackend]) -> None:
-    @router.get(f"{API}/queues", summary="The job queues", tags=["GPU Quotas"])
+    @router.get(f"{API}/queues", summary="The job queues (or the fleet)", tags=["GPU Quotas"])
     def queues() -> list[QueueSummary]:
         return _answer(lambda: data().queues())
 
@@ -146,6 +150,7 @@ def _api(router: APIRouter, data: Callable[[], QuotaBackend]) -> None:
             len(view.waiting),
             len(view.running),
             view.alerts,
+            view.kind,
         )
 
     @router.get(f"{API}/queues/{{queue}}/shares", summary="Its shares", tags=["GPU Quotas"])
@@ -207,6 +212,8 @@ def _answer(call: Callable[[], T]) -> T:
         raise HTTPException(409, str(error)) from error
     except AwsCallFailed as error:
         raise HTTPException(502, str(error)) from error
+    except ViewError as error:  # e.g. no pool manager database yet: it may come
+        raise HTTPException(503, str(error)) from error
 
 
 def _asset(name: str) -> str:

@@ -117,7 +117,8 @@ class JobView:
     preemptions: int
     next_victim: NextVictim | None
     task: TaskLink | None
-    console_url: str
+    console_url: str | None
+    """The job in the AWS console; ``None`` for a task of a pools fleet (no AWS job)."""
     preemptible: bool = True
     """``False`` for a task of a pools fleet that is never preempted (its share or the
     task says its work cannot be stopped from outside)."""
@@ -129,10 +130,12 @@ class PreemptionEvent:
 
     ``preemptor`` is the job that caused it when the reason names one (the
     reasons of this provider's engine do; AWS's own do not). ``work_lost``
-    is instance-seconds since the attempt's last checkpoint (the interval as
-    :mod:`airflow_quota_provider.checkpoints` reads it: the job's tag, else the
-    endpoint's default), or since it started when the job does not checkpoint
-    (no ``CheckpointConfig.S3Uri``; then ``checkpointed`` is false).
+    is seconds of ``work_lost_unit`` (instances of an AWS Batch job; a pools
+    fleet's unit, e.g. ``gpu``, for a task) since the attempt's last checkpoint
+    (the interval as :mod:`airflow_quota_provider.checkpoints` reads it: the
+    job's tag, else the endpoint's default), or since it started when the job
+    does not checkpoint (no ``CheckpointConfig.S3Uri``, or a pools task; then
+    ``checkpointed`` is false).
     """
 
     job_id: str
@@ -147,9 +150,11 @@ class PreemptionEvent:
     checkpointed: bool
     training_job: str
     task: TaskLink | None
-    console_url: str
+    console_url: str | None
+    """The job in the AWS console; ``None`` for a task of a pools fleet."""
     preemptor_name: str | None = None
     preemptor_share: str | None = None
+    work_lost_unit: str = "instance"
 
 
 @dataclass(frozen=True)
@@ -163,9 +168,12 @@ class UtilizationPoint:
 
 @dataclass(frozen=True)
 class QueueSummary:
+    """A job queue, or a pools fleet (``kind``: ``job queue`` or ``fleet``)."""
+
     name: str
     arn: str
     state: str
+    kind: str = "job queue"
 
 
 @dataclass(frozen=True)
@@ -182,6 +190,8 @@ class QueueView:
     running: list[JobView]
     events: list[PreemptionEvent]
     utilization: list[UtilizationPoint] = field(default_factory=list)
+    """Empty where the backend keeps no history (a pools fleet): the page then has no
+    utilization panel."""
     kind: str = "job queue"
     """What the view calls it: ``job queue`` (AWS Batch) or ``fleet`` (a pools fleet)."""
     alerts: list[str] = field(default_factory=list)

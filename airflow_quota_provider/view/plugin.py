@@ -29,6 +29,7 @@ from typing import Any
 from airflow.plugins_manager import AirflowPlugin
 from airflow.providers.common.compat.sdk import conf
 
+from airflow_quota_provider.exceptions import ViewError
 from airflow_quota_provider.hooks.batch import BatchQuotaHook
 from airflow_quota_provider.versions import airflow_at_least
 from airflow_quota_provider.view import RESOURCE_NAME
@@ -53,6 +54,7 @@ def _pools_backend(path: str) -> QuotaBackend:
     from airflow_quota_provider.cli.airflow_api import airflow_api
     from airflow_quota_provider.config_file import load_config
     from airflow_quota_provider.pool_manager import DEFAULT_API_CONN_ID, DEFAULT_DATABASE_URL
+    from airflow_quota_provider.pool_manager.database import MissingDatabase
     from airflow_quota_provider.pool_manager.fleet import Fleet
     from airflow_quota_provider.pool_manager.gateway import AirflowGateway
     from airflow_quota_provider.pool_manager.store import Store
@@ -63,9 +65,14 @@ def _pools_backend(path: str) -> QuotaBackend:
     ttl = conf.getfloat(SECTION, "view_cache_seconds", fallback=DEFAULT_TTL)
     url, credentials = airflow_api(conn_id)
     fleet = Fleet.of(load_config(path))
-    return PoolsBackend(
-        fleet, AirflowGateway(url, credentials), Store(database), ttl=ttl, config_path=path
-    )
+    try:
+        store = Store(database, create=False)
+    except MissingDatabase as error:
+        raise ViewError(
+            f"{error}; set [quota_provider] view_pool_manager_database to the pool manager's "
+            "--database"
+        ) from None
+    return PoolsBackend(fleet, AirflowGateway(url, credentials), store, ttl=ttl, config_path=path)
 
 
 def _apps() -> list[dict[str, Any]]:

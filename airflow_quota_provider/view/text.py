@@ -113,7 +113,8 @@ def explanation_lines(found: Explanation, style: Style) -> list[str]:
     if found.job.task is not None:
         task = found.job.task
         lines.append(f"  Airflow task: {task.dag_id} / {task.task_id} / {task.run_id}")
-    lines.append(f"  AWS console: {found.job.console_url}")
+    if found.job.console_url:
+        lines.append(f"  AWS console: {found.job.console_url}")
     for event in found.preemptions:
         lines.append(style.alert(f"  preempted at {when(event.stopped_at)}: {event.reason}"))
         lines.append(f"    work lost: {lost(event)}")
@@ -141,7 +142,8 @@ def event_lines(events: Sequence[PreemptionEvent], style: Style) -> list[str]:
 
 def lost(event: PreemptionEvent) -> str:
     hours = event.work_lost / 3600
-    return f"{hours:.2f} instance-h" + ("" if event.checkpointed else " (no checkpoint)")
+    unit = f"{event.work_lost_unit}-h"
+    return f"{hours:.2f} {unit}" + ("" if event.checkpointed else " (no checkpoint)")
 
 
 def table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pytest
 
@@ -14,6 +14,7 @@ from airflow_quota_provider.core import (
     WaitingJob,
     schedule,
 )
+from airflow_quota_provider.core.model import Backend
 from tests.core.builders import queue, running, share, state, waiting
 
 LAB = share  # readability in tables: LAB("nlp").capacity(gpu=8).lend_and_borrow()
@@ -109,14 +110,75 @@ CASES = {
             )
         },
     ),
-    "an unlimited borrower is capped by the queue": Case(
+    "an unlimited borrower is stopped by what the queue has free, not by a borrow limit": Case(
         two_shares,
         [running("n0", "nlp", gpu=15)],
         [waiting("n1", "nlp", gpu=2)],
         want_waiting={
             "n1": (
+                "QUEUE_CAPACITY_IN_USE",
+                "nlp needs 2 gpu; it uses 15 of 8 and may borrow without limit (borrow_limit -1), "
+                "but job queue q has 16 gpu in all, 1 free; nlp holds 15",
+            )
+        },
+    ),
+    "an unlimited borrower beside another share's jobs is told who holds the queue": Case(
+        two_shares,
+        [running("n0", "nlp", gpu=10), running("c0", "cv", gpu=6)],
+        [waiting("n1", "nlp", gpu=8)],
+        want_waiting={
+            "n1": (
+                "QUEUE_CAPACITY_IN_USE",
+                "nlp needs 8 gpu; it uses 10 of 8 and may borrow without limit (borrow_limit -1), "
+                "but job queue q has 16 gpu in all, 0 free; nlp holds 10, cv 6",
+            )
+        },
+    ),
+    "a borrow limit above what the queue has is not what stops a share": Case(
+        queue(share("nlp").capacity(gpu=8).lend_and_borrow(limit=200), gpu=16),
+        [running("n0", "nlp", gpu=14)],
+        [waiting("n1", "nlp", gpu=4)],
+        want_waiting={
+            "n1": (
+                "QUEUE_CAPACITY_IN_USE",
+                "nlp needs 4 gpu; it uses 14 of 8 and its borrow_limit 200% would let it hold "
+                "24, but job queue q has 16 gpu in all, 2 free; nlp holds 14",
+            )
+        },
+    ),
+    "a borrow limit that allows exactly what the queue has is the limit reached": Case(
+        queue(share("nlp").capacity(gpu=8).lend_and_borrow(limit=100), gpu=16),
+        [running("n0", "nlp", gpu=15)],
+        [waiting("n1", "nlp", gpu=2)],
+        want_waiting={
+            "n1": (
                 "BORROW_LIMIT_REACHED",
-                "nlp needs 2 gpu; it uses 15 of 8 and the queue has 16 in all (borrow_limit -1)",
+                "nlp needs 2 gpu; it uses 15 of 8 and may borrow 1 more (borrow_limit 100%)",
+            )
+        },
+    ),
+    "idle capacity of a RESERVE share is not counted free for a borrower": Case(
+        queue(share("prod").capacity(gpu=4).reserve(), share("nlp").capacity(gpu=4), gpu=16),
+        [running("n0", "nlp", gpu=10)],
+        [waiting("n1", "nlp", gpu=7)],
+        want_waiting={
+            "n1": (
+                "QUEUE_CAPACITY_IN_USE",
+                "nlp needs 7 gpu; it uses 10 of 4 and may borrow without limit (borrow_limit -1), "
+                "but job queue q has 16 gpu in all, 2 free (4 more idle in RESERVE shares, which "
+                "do not lend it); nlp holds 10",
+            )
+        },
+    ),
+    "in a pools fleet the message names the fleet": Case(
+        replace(two_shares, backend=Backend.AIRFLOW_POOLS),
+        [running("n0", "nlp", gpu=13), running("c0", "cv", gpu=1)],
+        [waiting("n1", "nlp", gpu=4)],
+        want_waiting={
+            "n1": (
+                "QUEUE_CAPACITY_IN_USE",
+                "nlp needs 4 gpu; it uses 13 of 8 and may borrow without limit (borrow_limit -1), "
+                "but fleet q has 16 gpu in all, 2 free; nlp holds 13, cv 1",
             )
         },
     ),

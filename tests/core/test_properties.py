@@ -607,6 +607,7 @@ def test_each_share_dispatches_its_queue_strictly_in_order(world: World) -> None
 CAPACITY_CODES = {
     WaitCode.BORROWING_NOT_ALLOWED,
     WaitCode.BORROW_LIMIT_REACHED,
+    WaitCode.QUEUE_CAPACITY_IN_USE,
     WaitCode.WAITING_FOR_OWN_CAPACITY,
     WaitCode.NO_IDLE_CAPACITY,
 }
@@ -655,12 +656,16 @@ def check_capacity_message(cycle: Cycle, wait: Wait) -> None:
         assert used + need > limit
         assert f"its sharing strategy {share.sharing.value} does not borrow" in wait.message
     elif wait.code is WaitCode.BORROW_LIMIT_REACHED:
-        assert used + need > limit
-        if share.borrow_limit < 0:
-            terms = f"the queue has {cycle.config.capacity[unit]} in all (borrow_limit -1)"
-        else:
-            terms = f"may borrow {more} more ({borrow_limit_text(share.borrow_limit)})"
+        # a finite borrow limit, within what the queue has, stops it
+        assert used + need > limit == share.borrow_cap(unit), wait
+        terms = f"may borrow {more} more ({borrow_limit_text(share.borrow_limit)})"
         assert wait.message.endswith(f" and {terms}"), wait
+    elif wait.code is WaitCode.QUEUE_CAPACITY_IN_USE:
+        # the queue, not a borrow limit, stops it
+        capacity = cycle.config.capacity[unit]
+        cap = share.borrow_cap(unit)
+        assert used + need > capacity == limit and (cap is None or cap > capacity), wait
+        assert f", but {cycle.config.title} has {capacity} {unit} in all, " in wait.message
     elif wait.code is WaitCode.WAITING_FOR_OWN_CAPACITY:
         # within what it owns now, or once its own jobs leave room (it may not reclaim)
         assert used + need <= owned or (need <= owned and used < owned), wait

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import email.utils
 import json
 import time
 import urllib.error
@@ -138,6 +139,13 @@ def test_the_clock_moves_only_forward(endpoint):
     with pytest.raises(urllib.error.HTTPError) as raised:
         urllib.request.urlopen(request)
     assert raised.value.code == 400
+
+
+def test_every_answer_is_dated_by_the_emulated_clock(endpoint):
+    now = endpoint.advance(2400)["now"]  # 40 minutes ahead of the wall clock
+    for answer in (endpoint.batch.describe_job_queues(), endpoint.sagemaker.list_training_jobs()):
+        date = answer["ResponseMetadata"]["HTTPHeaders"]["date"]
+        assert email.utils.parsedate_to_datetime(date).timestamp() == int(now), date
 
 
 def _post_clock(endpoint, body: bytes) -> tuple[int, dict]:

@@ -199,8 +199,9 @@ def test_update_priority_reorders_a_share(endpoint):
     assert status(batch, blocker) == "SUCCEEDED"
     assert (status(batch, second), status(batch, first)) == ("SCHEDULED", "RUNNABLE")
     reason = batch.describe_service_job(jobId=first)["statusReason"]
-    # The core words a share at the queue's whole capacity as "borrow limit reached".
-    assert reason.startswith(f"BORROW_LIMIT_REACHED: nlp needs 4 {P4D}; it uses 4 of 2")
+    # nlp borrows without limit: the queue's whole capacity, not a borrow limit, stops it
+    assert reason.startswith(f"QUEUE_CAPACITY_IN_USE: nlp needs 4 {P4D}; it uses 4 of 2 and ")
+    assert reason.endswith(f"has 4 {P4D} in all, 0 free; nlp holds 4"), reason
     assert _refused(batch.update_service_job, jobId=blocker, schedulingPriority=1) == (
         f"job {blocker} is SUCCEEDED; its priority can no longer change"
     )

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from airflow_quota_provider.core import PreemptionKind, WaitCode
-from airflow_quota_provider.core.model import Backend
+from airflow_quota_provider.core.model import Backend, Sharing
 from airflow_quota_provider.pool_manager.decide import (
     PoolPlan,
     Refusal,
@@ -180,11 +182,71 @@ def test_a_task_that_could_never_fit_its_share_is_refused_with_what_the_share_ca
             key("huge"),
             VISION,
             "Failed by the quota pool manager: pool_slots=17 in pool vision-gpus can never "
-            "run: the job needs 17 gpu; fleet q has 16. Lower pool_slots or give share "
-            "vision more gpu.",
+            "run: the job needs 17 gpu; fleet q has 16. The fleet itself is too small: share "
+            "vision may hold at most 16 gpu of it (owns 8, borrow_limit 100%); lower "
+            "pool_slots to 16 or less.",
         ),
     )
     assert plan.start == (Start(key("ok"), VISION, 1, 0),)
+
+
+def _vision(**changes: object) -> Fleet:
+    shares = tuple(replace(s, **changes) if s.name == "vision" else s for s in CONFIG.shares)
+    return Fleet.of(replace(CONFIG, shares=shares))
+
+
+LEND_ONLY = _vision(sharing=Sharing.LEND)
+HALF = _vision(borrow_limit=50)
+NEVER_FITS = {
+    "the fleet is too small for it: only fewer slots help": (
+        FLEET,
+        17,
+        "the job needs 17 gpu; fleet q has 16. The fleet itself is too small: share vision may "
+        "hold at most 16 gpu of it (owns 8, borrow_limit 100%); lower pool_slots to 16 or less.",
+    ),
+    "the fleet is too small and the share may hold less than it has": (
+        LEND_ONLY,
+        17,
+        "the job needs 17 gpu; fleet q has 16. The fleet itself is too small: share vision may "
+        "hold at most 8 gpu of it (owns 8, LEND does not borrow); lower pool_slots to 8 or less.",
+    ),
+    "a borrow limit below what the fleet has: raising it would help": (
+        HALF,
+        13,
+        "the job needs 13 gpu; share vision may hold at most 12 (owns 8, borrow_limit 50%). "
+        "The fleet has 16 gpu in all: lower pool_slots to 12 or less, or raise share vision's "
+        "capacity or borrow_limit.",
+    ),
+    "a share that does not borrow: letting it borrow would help": (
+        LEND_ONLY,
+        9,
+        "the job needs 9 gpu; share vision may hold at most 8 (owns 8, LEND does not borrow). "
+        "The fleet has 16 gpu in all: lower pool_slots to 8 or less, or raise share vision's "
+        "capacity or let it borrow (LEND_AND_BORROW).",
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("fleet", "slots", "why"), NEVER_FITS.values(), ids=list(NEVER_FITS.keys())
+)
+def test_a_task_that_never_fits_is_told_what_is_possible(
+    fleet: Fleet, slots: int, why: str
+) -> None:
+    (refusal,) = decide(fleet, [task("big", VISION, slots)], now=10).refuse
+    assert refusal.note == (
+        f"Failed by the quota pool manager: pool_slots={slots} in pool vision-gpus can never "
+        f"run: {why}"
+    )
+
+
+def test_a_share_that_owns_nothing_and_never_borrows_is_told_to_own_or_borrow() -> None:
+    (refusal,) = decide(FLEET, [task("e", "quota-eval-gpu", 1)], now=10).refuse
+    assert refusal.note.endswith(
+        "run: the job needs 1 gpu; share eval may hold at most 0 (owns 0, LEND does not "
+        "borrow). The fleet has 16 gpu in all: raise share eval's capacity or let it borrow "
+        "(LEND_AND_BORROW)."
+    )
 
 
 def test_a_task_whose_preemptions_are_used_up_is_failed_not_cleared() -> None:

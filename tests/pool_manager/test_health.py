@@ -13,15 +13,18 @@ import time
 from pathlib import Path
 
 import pytest
+from fastapi.testclient import TestClient
 
 from airflow_quota_provider.cli import main
 from airflow_quota_provider.cli.airflow_api import PASSWORD_VARIABLE
 from airflow_quota_provider.config_file import config_of_text
+from airflow_quota_provider.exceptions import ViewError
 from airflow_quota_provider.pool_manager.config_watch import (
     ConfigRefused,
     ConfigWatch,
     read_config,
 )
+from airflow_quota_provider.pool_manager.database import MissingDatabase
 from airflow_quota_provider.pool_manager.decide import PoolPlan
 from airflow_quota_provider.pool_manager.fleet import Fleet
 from airflow_quota_provider.pool_manager.gateway import AirflowGateway, Credentials
@@ -36,17 +39,11 @@ from airflow_quota_provider.pool_manager.heartbeat import (
 from airflow_quota_provider.pool_manager.manager import CycleReport, PoolManager, QuietCycles
 from airflow_quota_provider.pool_manager.store import Store
 from airflow_quota_provider.pool_manager.view_backend import PoolsBackend
+from airflow_quota_provider.view.api import create_app
 from airflow_quota_provider.view.text import Style, status_lines
+from tests.pool_manager.test_reader_database import CONFIG as UNLIMITED
 from tests.pool_manager.test_refusal import RefusingAirflow, airflow, pool, ti  # noqa: F401
 
-UNLIMITED = """\
-backend: airflow_pools
-job_queue: q
-capacity: {gpu: 8}
-shares:
-  - {name: own, capacity: {gpu: 4}, sharing: LEND_AND_BORROW}
-  - {name: borrow, capacity: {gpu: 4}, sharing: LEND_AND_BORROW}
-"""
 NO_BORROWING = UNLIMITED.replace(
     "{name: borrow, capacity: {gpu: 4}, sharing: LEND_AND_BORROW}",
     "{name: borrow, capacity: {gpu: 4}, sharing: LEND_AND_BORROW, borrow_limit: 0}",
@@ -356,3 +353,29 @@ def test_quiet_cycles_are_summed_up_and_a_change_is_logged_at_once(
     assert [line for line in lines if "changed nothing" in line] == [
         "61 cycles in the last 301 s changed nothing; 0 waiting; 3.0 REST calls a cycle"
     ]
+
+
+def test_the_page_says_503_until_the_manager_made_its_database_then_recovers(
+    airflow: RefusingAirflow,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """The view opens the manager's database without making it; a missing one is a 503
+    naming it (the page shows it), and the page works once the manager has started."""
+    fleet, _ = fleet_of(UNLIMITED, tmp_path)
+    database = f"sqlite:///{tmp_path / 'pm.db'}"
+    gateway = AirflowGateway(airflow.url, Credentials("m", "s"))
+
+    def backend() -> PoolsBackend:
+        try:
+            store = Store(database, create=False)
+        except MissingDatabase as error:
+            raise ViewError(str(error)) from None
+        return PoolsBackend(fleet, gateway, store)
+
+    api = TestClient(create_app(backend, lambda: None))
+    answer = api.get("/api/v1/queues/q")
+    assert answer.status_code == 503
+    assert answer.json()["detail"].startswith(f"no pool manager database at {tmp_path / 'pm.db'}")
+    assert not (tmp_path / "pm.db").exists()
+    Store(database)  # the manager starts
+    assert api.get("/api/v1/queues/q").status_code == 200

@@ -80,10 +80,13 @@ def test_no_task_ever_finds_fewer_free_gpus_than_its_pool_slots(stack: Stack, lo
             outcomes[ti["state"]] += 1
             tries[ti["try_number"]] += 1
             preempted += (ti["note"] or "").startswith("Cleared by the quota pool manager")
+    manager_log = (stack.settings.workdir / "logs" / "pool-manager.log").read_text()
+    unadmitted = manager_log.count("though the manager did not admit it, before a task")
     print(
         f"\n{len(triggered) * TASKS_PER_RUN} tasks in {elapsed:.0f} s: {dict(outcomes)}; "
         f"tries {dict(sorted(tries.items()))}; {preempted} tasks preempted at least once; "
-        f"lock violations: {len(violations.splitlines())}"
+        f"lock violations: {len(violations.splitlines())}; started without the manager "
+        f"admitting them, before a task of their pool that came first: {unadmitted}"
     )
     assert violations == "", violations
     assert outcomes == {"success": len(triggered) * TASKS_PER_RUN}

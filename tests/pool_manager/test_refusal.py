@@ -61,6 +61,8 @@ class RefusingAirflow(ThreadingHTTPServer):
         self.login_status = 201
         self.cleared: list[str] = []
         self.pool_changes: list[tuple[str, int]] = []
+        self.patched: list[dict[str, Any]] = []
+        """The bodies of the task instances' PATCHes (a fail, a note), in order."""
 
     @property
     def url(self) -> str:
@@ -126,6 +128,7 @@ class _Handler(JsonHandler):
             return self._send(self.server.pools[name])
         if self.server.notes_fail:
             return self._send({"detail": "Internal Server Error"}, 500)
+        self.server.patched.append(body)
         self._send({"note": body.get("note")})
 
 

@@ -28,6 +28,8 @@ from airflow_quota_provider.demo.processes import wait_for
 from airflow_quota_provider.demo.stack import Stack
 from airflow_quota_provider.hooks.submission import TaskIdentity
 from airflow_quota_provider.hooks.training_tries import PREEMPTED_TAG
+from airflow_quota_provider.pool_manager.external import TRIGGER_ON_KILL
+from airflow_quota_provider.versions import airflow_version
 from tests.emulator.conftest import make_client
 from tests.pool_manager.conftest import HERE, managed_stack, trigger
 from tests.pool_manager.test_sensor import task_log
@@ -177,11 +179,15 @@ def test_a_reclaimed_and_an_in_share_preempted_task_resume_from_their_checkpoint
         assert first["tags"][PREEMPTED_TAG].startswith("Cleared by the quota pool manager for")
         last = jobs[xcom["training_job_name"]]
         messages = " ".join(t.get("StatusMessage", "") for t in last["SecondaryStatusTransitions"])
-        assert "Resumed from the checkpoint at s3://bucket/checkpoints/" in messages
+        if (first.get("TrainingTimeInSeconds") or 0) >= CHECKPOINT_EVERY:  # it saved one
+            assert "Resumed from the checkpoint at s3://bucket/checkpoints/" in messages
         # the task's own logs: the stopped try says why, the next one that it resumes
         first_log = json.dumps(task_log(api, ti["dag_id"], ti["dag_run_id"], ti["task_id"], 1))
-        assert "this try is preempted: Cleared by the quota pool manager" in first_log
-        assert "is kept, and the task's next try resumes from there" in first_log
+        if ti["task_id"] == "small" or airflow_version() >= TRIGGER_ON_KILL:
+            assert "this try is preempted: Cleared by the quota pool manager" in first_log
+            assert "is kept, and the task's next try resumes from there" in first_log
+        # else a deferred try, before Airflow 3.3: nothing of it runs once cleared (no
+        # trigger's on_kill); the manager stopped its job, and the task's note says why
         next_log = json.dumps(task_log(api, ti["dag_id"], ti["dag_run_id"], ti["task_id"], 2))
         assert "try 2 resumes from the checkpoint at s3://bucket/checkpoints/" in next_log
     assert create_outcomes(stack).get("ResourceLimitExceeded", 0) == 0

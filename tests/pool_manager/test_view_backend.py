@@ -8,10 +8,11 @@ from pathlib import Path
 
 from airflow_quota_provider.pool_manager.decide import decide
 from airflow_quota_provider.pool_manager.figures import fleet_gauges
+from airflow_quota_provider.pool_manager.gateway import AirflowGateway, Credentials
 from airflow_quota_provider.pool_manager.store import Store
-from airflow_quota_provider.pool_manager.view_backend import pools_view
+from airflow_quota_provider.pool_manager.view_backend import PoolsBackend, pools_view
 from airflow_quota_provider.view.explain import explain
-from airflow_quota_provider.view.text import Style, status_lines
+from airflow_quota_provider.view.text import Style, event_lines, explanation_lines, status_lines
 from tests.pool_manager.test_decide import FLEET, NLP, RESTARTING, RUNNING, VISION, task
 
 NOW = 1_000.0
@@ -119,3 +120,32 @@ def test_the_fleets_gauges_count_holders_borrowing_lending_and_every_scheduled_t
         "eval.gpu.lent": 0,
         "eval.gpu.waiting": 0,
     }
+
+
+def test_a_fleet_has_no_aws_console_its_work_lost_is_in_its_unit_and_no_utilization(
+    tmp_path: Path,
+) -> None:
+    tasks = [
+        task("v-own", VISION, 8, RUNNING, started=0),
+        task("v-borrow", VISION, 6, RUNNING, started=500),
+        task("n", NLP, 8, run_date=900),
+    ]
+    plan = decide(FLEET, tasks, NOW)
+    store = Store(f"sqlite:///{tmp_path / 'm.db'}")
+    store.record_preemption(plan.stop[0], datetime.fromtimestamp(NOW, UTC))
+    view = pools_view(FLEET, tasks, plan, NOW, {}, store.events())
+
+    assert [job.console_url for job in view.jobs()] == [None, None, None]
+    assert view.utilization == [], "no history is kept of a fleet: the page draws no panel"
+    (event,) = view.events
+    assert (event.console_url, event.work_lost_unit) == (None, "gpu")
+    row = event_lines(view.events, Style())[1]
+    assert " 0.83 gpu-h (no checkpoint) " in row and "instance" not in row, row
+    waiting = view.job("train/run-1/n")
+    assert waiting is not None
+    lines = explanation_lines(explain(waiting, view, []), Style())
+    assert not any("AWS" in line for line in lines), lines
+    assert lines[-1] == "  Airflow task: train / n / run-1"
+    gateway = AirflowGateway("http://127.0.0.1:9", Credentials("nobody", "unused"))
+    backend = PoolsBackend(FLEET, gateway, store)
+    assert [(q.name, q.kind) for q in backend.queues()] == [(FLEET.config.job_queue, "fleet")]

@@ -11,6 +11,7 @@ from airflow_quota_provider.core.model import IdleAssignment, ShareState, Sharin
 from airflow_quota_provider.exceptions import Problem
 from airflow_quota_provider.sync.changes import Change, PolicyArn
 from airflow_quota_provider.sync.plan import AwsState, plan
+from airflow_quota_provider.sync.render import plan_lines
 from airflow_quota_provider.sync.target import SyncTarget
 from tests.sync.builders import (
     ARN,
@@ -338,4 +339,18 @@ def test_deletes_come_before_the_raises_that_need_their_capacity():
     assert calls(plan(after, synced(before))) == [
         ("DeleteQuotaShare", "old", None),
         ("UpdateQuotaShare", "nlp", {P4D: 10}),
+    ]
+
+
+def test_a_plan_that_only_blocks_says_what_blocks_it_and_never_no_changes() -> None:
+    eks = synced(TWO, environment=environment({P4D: 16}, serviceEnvironmentType="EKS"))
+    assert plan_lines(plan(TWO, eks), QUEUE) == [
+        f"Plan for job queue {QUEUE}:",
+        "Cannot be changed in place (apply refuses to run):",
+        f"  service environment {QUEUE}-env is of type EKS, not SAGEMAKER_TRAINING; AWS cannot "
+        "change its type: name another service_environment or delete this one first",
+    ]
+    assert plan_lines(plan(TWO, synced(TWO)), QUEUE) == [
+        f"Plan for job queue {QUEUE}:",
+        "No changes: AWS matches the config.",
     ]

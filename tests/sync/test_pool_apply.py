@@ -225,6 +225,22 @@ def test_a_pool_another_fleet_keeps_refuses_the_whole_apply(
     assert set(pools(airflow)) == {"quota-nlp-gpu"}, "quota-vision-gpu was not created either"
 
 
+def test_a_plan_with_nothing_to_change_but_a_blocker_says_only_what_blocks(
+    airflow: Stack, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    add_pool(airflow, "quota-nlp-gpu", 2, pool_description("a100s", "nlp", "gpu"), deferred=True)
+    blocker = (
+        "pool quota-nlp-gpu is managed by airflow-quota pool-manager for fleet a100s (its "
+        "description says so); two managers would fight over its slots: name another pool for "
+        "share nlp's gpu in the config (pools.nlp.gpu)"
+    )
+    code, out, _ = cli(capsys, airflow, "plan", write(tmp_path, NLP_ONLY))
+    assert (code, out) == (
+        1,
+        ["Plan for the pools of fleet gpus:", "Not now (apply refuses to run):", f"  {blocker}"],
+    ), "no 'No changes' beside a blocker"
+
+
 def test_a_wrong_password_says_so_and_changes_nothing(
     airflow: Stack, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -191,7 +191,18 @@ def test_preemption_events(authed: TestClient, story: Story) -> None:
     assert event["checkpointed"] is True
     ran = (event["stopped_at"] - event["started_at"]) / 1000
     assert event["work_lost"] == pytest.approx((ran % 250) * 2)
+    assert event["work_lost_unit"] == "instance"
     assert event["task"]["dag_id"] == "nlp_<finetune>"
+
+
+def test_a_job_queue_says_what_it_is_and_has_its_utilization(
+    authed: TestClient, story: Story
+) -> None:
+    assert [(q["name"], q["kind"]) for q in authed.get("/quota/api/v1/queues").json()] == [
+        (QUEUE, "job queue")
+    ]
+    overview = authed.get(f"/quota/api/v1/queues/{QUEUE}").json()
+    assert overview["kind"] == "job queue" and len(overview["utilization"]) == 24
 
 
 def test_explanation_of_a_waiting_job(authed: TestClient, story: Story) -> None:

@@ -17,11 +17,19 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from airflow_quota_provider.config_file import load_config
+from airflow_quota_provider.core import PreemptionKind
+from airflow_quota_provider.pool_manager.decide import Stop
+from airflow_quota_provider.pool_manager.fleet import Fleet
+from airflow_quota_provider.pool_manager.store import Store
+from airflow_quota_provider.pool_manager.tasks import TaskKey
 from tests.emulator.conftest import G5, P4D, Endpoint
 from tests.view.conftest import PASSWORD, TASK_TAGS, USER, Story
 
@@ -36,6 +44,7 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 DOCS_SCREENSHOT = Path(__file__).parents[2] / "docs" / "gpu-quotas.png"
+FLEET_CONFIG = Path(__file__).parents[1] / "pool_manager" / "fleet.yaml"
 """Rewritten only with ``UPDATE_SCREENSHOT=1``, so a test run leaves the tree as it was."""
 
 pytestmark = [
@@ -56,23 +65,21 @@ def free_port() -> int:
         return port
 
 
-@pytest.fixture
-def api_server(airflow_auth: None, story: Story, tmp_path: Path) -> Iterator[str]:
-    """``airflow api-server`` as deployed, reading the populated endpoint; its base URL."""
-    port = free_port()
-    env = {**os.environ, "AIRFLOW__QUOTA_PROVIDER__VIEW_CACHE_SECONDS": "1"}
-    log = (tmp_path / "api-server.log").open("w")
+@contextmanager
+def serving_api(env: dict[str, str], port: int, log_path: Path) -> Iterator[str]:
+    """``airflow api-server`` as deployed, with ``env`` on top of this process's; its URL."""
+    log = log_path.open("w")
     airflow = Path(sys.executable).with_name("airflow")
     process = subprocess.Popen(
         [str(airflow), "api-server", "--host", "127.0.0.1", "--port", str(port), "-w", "1"],
-        env=env,
+        env={**os.environ, "AIRFLOW__QUOTA_PROVIDER__VIEW_CACHE_SECONDS": "1", **env},
         stdout=log,
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        wait_until_up(f"{url}/api/v2/monitor/health", process, tmp_path / "api-server.log")
+        wait_until_up(f"{url}/api/v2/monitor/health", process, log_path)
         yield url
     finally:
         os.killpg(process.pid, signal.SIGTERM)
@@ -82,6 +89,43 @@ def api_server(airflow_auth: None, story: Story, tmp_path: Path) -> Iterator[str
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
         log.close()
+
+
+@pytest.fixture
+def api_server(airflow_auth: None, story: Story, tmp_path: Path) -> Iterator[str]:
+    """The api-server reading the populated endpoint; its base URL."""
+    with serving_api({}, free_port(), tmp_path / "api-server.log") as url:
+        yield url
+
+
+@pytest.fixture
+def fleet_api_server(airflow_auth: None, tmp_path: Path) -> Iterator[str]:
+    """The api-server showing the pools fleet of ``tests/pool_manager/fleet.yaml``: it reads
+    its own REST API as the test's user, and a manager database that recorded one
+    preemption (vision's 2-slot task, 30 minutes after it started)."""
+    database = f"sqlite:///{tmp_path / 'pool-manager.db'}"
+    fleet = Fleet.of(load_config(FLEET_CONFIG))
+    now = time.time()
+    victim, preemptor = TaskKey("train", "run-1", "v-borrow"), TaskKey("train", "run-1", "n")
+    stop = Stop(
+        victim,
+        fleet.pool_of("vision", "gpu"),
+        PreemptionKind.RECLAIM,
+        preemptor,
+        fails=False,
+        note="share vision borrows 2 gpu",
+        slots=2,
+        started=now - 1800,
+    )
+    Store(database).record_preemption(stop, datetime.fromtimestamp(now, UTC))
+    port = free_port()
+    env = {
+        "AIRFLOW__QUOTA_PROVIDER__VIEW_FLEET_CONFIG": str(FLEET_CONFIG),
+        "AIRFLOW__QUOTA_PROVIDER__VIEW_POOL_MANAGER_DATABASE": database,
+        "AIRFLOW_CONN_AIRFLOW_API_DEFAULT": f"http://{USER}:{PASSWORD}@127.0.0.1:{port}",
+    }
+    with serving_api(env, port, tmp_path / "api-server.log") as url:
+        yield url
 
 
 def wait_until_up(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
@@ -114,15 +158,15 @@ def test_a_person_sees_borrowing_waiting_and_preemption(
 
     context = browser.new_context(viewport={"width": 1280, "height": 1500})
     page = context.new_page()
-    page.goto(f"{api_server}/")
-    page.get_by_label("Username").fill(USER)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
-    page.wait_for_url(f"{api_server}/")
+    log_in(page, api_server)
 
     page.get_by_role("link", name="GPU Quotas").first.click()
     page.wait_for_url(f"{api_server}/plugin/gpu-quotas")
     view = page.frame_locator("iframe[title='GPU Quotas']")
+
+    # a job queue, with its utilization over the last hours
+    assert view.locator("header label").inner_text().startswith("Job queue")
+    expect(view.get_by_role("heading", name="Utilization")).to_be_visible()
 
     # how each share shares, as the backend words it
     head = view.locator("[data-share=nlp] h3").inner_text()
@@ -174,6 +218,32 @@ def test_a_person_sees_borrowing_waiting_and_preemption(
     page.wait_for_url(f"{api_server}/dags/nlp_%3Cfinetune%3E/runs/**/tasks/train")
 
 
+def log_in(page: Any, api_server: str) -> None:
+    page.goto(f"{api_server}/")
+    page.get_by_label("Username").fill(USER)
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(f"{api_server}/")
+
+
+def test_a_pools_fleet_is_named_a_fleet_with_no_aws_and_its_own_unit(
+    browser: Any, fleet_api_server: str
+) -> None:
+    page = browser.new_context(viewport={"width": 1280, "height": 1200}).new_page()
+    log_in(page, fleet_api_server)
+    page.goto(f"{fleet_api_server}/quota/")
+    event = page.locator("#events tbody tr", has_text="v-borrow")
+    event.wait_for()
+    assert page.locator("header label").inner_text().startswith("Fleet")
+    assert page.get_by_role("combobox", name="fleet").input_value() == "gpus"
+    # work lost in the fleet's unit; a task has no AWS console
+    assert "1.00 gpu-h (no checkpoint)" in event.inner_text()
+    assert page.get_by_title("AWS console").count() == 0
+    # no history is kept of a fleet: no utilization panel, not even its heading
+    assert page.get_by_role("heading", name="Utilization").count() == 0
+    assert page.get_by_role("heading", name="Recent preemptions").count() == 1
+
+
 def test_it_fits_a_phone_and_refreshes_itself(
     browser: Any, api_server: str, endpoint: Endpoint
 ) -> None:
@@ -186,11 +256,7 @@ def test_it_fits_a_phone_and_refreshes_itself(
         "401: Not authenticated: log in to Airflow first, then come back to this page"
     )
     assert page.locator("#waiting tbody tr").count() == 0
-    page.goto(f"{api_server}/")
-    page.get_by_label("Username").fill(USER)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
-    page.wait_for_url(f"{api_server}/")
+    log_in(page, api_server)
     page.goto(f"{api_server}/quota/?refresh=2")
     page.locator("#waiting tbody tr").first.wait_for()
     assert page.evaluate("document.documentElement.scrollWidth") <= 390

@@ -93,7 +93,9 @@ def test_preemptions_are_counted_by_the_number_seen(statsd: StatsdListener) -> N
 
 def test_an_unknown_counter_is_refused() -> None:
     with pytest.raises(
-        ValueError, match="counter must be one of submissions, preemptions, failures, got 'retries'"
+        ValueError,
+        match="counter must be one of submissions, preemptions, failures, unadmitted_starts, "
+        "got 'retries'",
     ):
         metrics.count("retries", QUEUE, "nlp")
 

@@ -72,12 +72,19 @@ function duration(seconds) {
 }
 const when = (ms) => new Date(ms).toISOString().replace("T", " ").slice(0, 19) + " UTC";
 
+// A task of a pools fleet has no AWS job: no console link (its console_url is null).
+function consoleLink(job) {
+  if (!job.console_url) return null;
+  const link = el("a", { href: job.console_url, target: "_blank", rel: "noopener noreferrer", title: "AWS console" }, "↗");
+  link.addEventListener("click", openConsole);
+  return link;
+}
+
 function jobCell(job) {
-  const console = el("a", { href: job.console_url, target: "_blank", rel: "noopener noreferrer", title: "AWS console" }, "↗");
-  console.addEventListener("click", openConsole);
   const name = el("a", { class: "job", href: "#", "data-job": job.job_id, title: job.job_id }, job.name || job.job_id);
   name.addEventListener("click", (event) => { event.preventDefault(); explain(job.job_id); });
-  return el("td", {}, name, " ", console);
+  const console = consoleLink(job);
+  return el("td", {}, name, console ? " " : null, console);
 }
 
 function taskCell(task) {
@@ -148,12 +155,14 @@ function drawEvents(events) {
   fill("events", events, (e) => [
     el("td", {}, when(e.stopped_at)), jobCell({ ...e, name: e.name }), el("td", {}, e.share),
     el("td", {}, e.kind ? el("span", { class: "badge bad" }, e.kind) : "-"), el("td", { title: e.preemptor || "" }, e.preemptor_name ? `${e.preemptor_name} (${e.preemptor_share})` : e.preemptor || "unknown"),
-    el("td", {}, `${(e.work_lost / 3600).toFixed(2)} instance-h` + (e.checkpointed ? "" : " (no checkpoint)")),
+    el("td", {}, `${(e.work_lost / 3600).toFixed(2)} ${e.work_lost_unit}-h` + (e.checkpointed ? "" : " (no checkpoint)")),
     el("td", { class: "reason" }, e.reason)]);
 }
 
+// A backend that keeps no history (a pools fleet) sends no points: no panel at all.
 function drawUtilization(queue) {
   const points = queue.utilization;
+  $("utilization-panel").hidden = !points.length;
   if (!points.length) { $("utilization").replaceChildren(); return; }
   $("util-span").textContent = `(last ${duration(points.length * points[0].seconds)}, average per ${duration(points[0].seconds)})`;
   $("utilization").replaceChildren(...queue.capacity.map((unit) => el("div", { class: "card" },
@@ -199,11 +208,18 @@ async function refresh() {
   } catch (error) { showError(error); }
 }
 
+// "Job queue" (AWS Batch) or "Fleet" (a pools fleet): what the selector chooses.
+function showKind(kind) {
+  $("queue-kind").textContent = kind.charAt(0).toUpperCase() + kind.slice(1);
+  $("queue").setAttribute("aria-label", kind);
+}
+
 async function start() {
   try {
     const queues = await get("queues");
     const wanted = new URLSearchParams(window.location.search).get("queue");
     $("queue").replaceChildren(...queues.map((queue) => el("option", { value: queue.name }, queue.name)));
+    if (queues.length) showKind(queues[0].kind);
     if (wanted && queues.some((queue) => queue.name === wanted)) $("queue").value = wanted;
     if (!queues.length) showError(new Error("no SageMaker training job queues found"));
   } catch (error) { showError(error); return; }

@@ -1,0 +1,46 @@
+"""Counting the tasks Airflow starts between cycles without the manager admitting them."""
+
+from __future__ import annotations
+
+from airflow_quota_provider.pool_manager.overtaking import Overtaking
+from airflow_quota_provider.pool_manager.tasks import PoolTask, TaskKey, TaskState
+
+HEAD = TaskKey("big", "r", "train")
+SMALL = TaskKey("small", "r", "train")
+ADMITTED = TaskKey("admitted", "r", "train")
+
+
+def task(key: TaskKey, state: TaskState) -> PoolTask:
+    return PoolTask(key, "quota-a-gpu", 2, 1, 0.0, state)
+
+
+def test_a_waiting_task_that_holds_slots_at_the_next_cycle_unadmitted_is_counted() -> None:
+    watch = Overtaking()
+    waiting = [task(k, TaskState.SCHEDULED) for k in (HEAD, SMALL, ADMITTED)]
+    assert watch.cycle(waiting, [ADMITTED]) == []
+    # a holder ended between the cycles: Airflow gave its 2 slots to SMALL, not to HEAD (6)
+    later = [
+        task(HEAD, TaskState.SCHEDULED),
+        task(SMALL, TaskState.RUNNING),
+        task(ADMITTED, TaskState.RUNNING),
+    ]
+    assert [t.key for t in watch.cycle(later, [])] == [SMALL]
+    assert watch.cycle(later, []) == []  # counted once: it no longer waits
+
+
+def test_a_task_admitted_a_cycle_ago_that_starts_late_is_not_counted() -> None:
+    watch = Overtaking()
+    watch.cycle([task(ADMITTED, TaskState.SCHEDULED)], [ADMITTED])
+    watch.cycle([task(ADMITTED, TaskState.SCHEDULED)], [])  # not queued yet by the scheduler
+    assert watch.cycle([task(ADMITTED, TaskState.QUEUED)], []) == []
+
+
+def test_tasks_already_running_when_the_manager_starts_are_not_counted() -> None:
+    assert Overtaking().cycle([task(SMALL, TaskState.RUNNING)], []) == []
+
+
+def test_a_task_that_took_freed_slots_in_its_turn_is_no_overtaking() -> None:
+    """The head started unadmitted on slots a holder freed: what the manager would do."""
+    watch = Overtaking()
+    watch.cycle([task(HEAD, TaskState.SCHEDULED), task(SMALL, TaskState.SCHEDULED)], [])
+    assert watch.cycle([task(HEAD, TaskState.RUNNING), task(SMALL, TaskState.SCHEDULED)], []) == []
