@@ -116,11 +116,13 @@ LINES = (
         ),
         why="Airflow 3.0's dag.test() logs nothing of the exception that fails a task, "
         "which these tests read, and does not retry a deferred task whose wait timed out",
-        plain_pins=("pyjwt<2.11", "cadwyn<6", "fastapi<0.126"),
+        plain_pins=("pyjwt<2.11", "cadwyn<6", "fastapi<0.118"),
         plain_why="PyJWT 2.11 and later refuse the token Airflow 3.0.6's api-server signs "
         "(TypeError: Issuer (iss) must be a string); with cadwyn 6 or later its execution API "
-        "refuses every task's start (model_attributes_type), and cadwyn 5 imports no fastapi "
-        "from 0.126 on: no login, no task runs",
+        "refuses every task's start (model_attributes_type); from FastAPI 0.118 on its API "
+        "answers a write before it commits it (a dependency's exit code runs after the "
+        "response): a create of an existing pool answers 201, a pool read right after a "
+        "change shows the old one",
     ),
     Line("3.1", "3.1.8", "2026-03-18"),
     Line(

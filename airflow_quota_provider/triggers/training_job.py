@@ -138,6 +138,7 @@ class Follow:
         self.max_poll_failures = max_poll_failures
         self.failures = 0
         self.last: Mapping[str, Any] = {"TrainingJobName": name, "TrainingJobStatus": "UNKNOWN"}
+        self.read_once = False
 
     def poll(self, tries: TrainingTries, log: logging.Logger | Any) -> TrainingJobEvent | None:
         """Read the job once, log what is new; its event once it has ended or cannot be read."""
@@ -162,6 +163,9 @@ class Follow:
         if job is None:
             return event_of(self.last, "error", f"training job {name} does not exist", self.seen)
         self.failures, self.last = 0, job
+        if not self.read_once:  # the first answer: the client and its connection work
+            log.info("following training job %s: %s", name, job.get("TrainingJobStatus"))
+            self.read_once = True
         lines, event = observe(job, self.seen)
         for line in lines:
             log.info("%s", line)

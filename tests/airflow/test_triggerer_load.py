@@ -133,7 +133,7 @@ ANSWERS = {
     "load_pools_sensor": "share nlp could start",
     "load_batch_sensor": "share nlp could start",
     "load_service_jobs": "RUNNABLE, position",
-    "load_training_vision": "training job load-training-vi",
+    "load_training_vision": "following training job load-training-vi",
 }
 """What each DAG's trigger logs once it has read its connection and its first answer."""
 
