@@ -113,9 +113,12 @@ LINES = (
             "tests/airflow/test_operator.py::test_invalid_requests_fail_before_anything_is_submitted_without_retries",
             "tests/airflow/test_sensor_dag.py::test_a_capacity_that_could_never_be_met_fails_at_once_without_retries",
             "tests/airflow/test_operator.py::test_a_retried_task_reattaches_to_its_job",
+            "tests/pool_manager/test_sensor.py::test_a_sensor_that_could_never_succeed_fails_at_once_with_what_is_wrong",
         ),
         why="Airflow 3.0's dag.test() logs nothing of the exception that fails a task, "
-        "which these tests read, and does not retry a deferred task whose wait timed out",
+        "which these tests read, and does not retry a deferred task whose wait timed out; "
+        "on its real scheduler, refused deferred sensors were not all failed within 180 s "
+        "in 2 of 4 runs (cause not yet found)",
         plain_pins=("pyjwt<2.11", "cadwyn<6", "fastapi<0.118"),
         plain_why="PyJWT 2.11 and later refuse the token Airflow 3.0.6's api-server signs "
         "(TypeError: Issuer (iss) must be a string); with cadwyn 6 or later its execution API "
