@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from airflow_quota_provider.config_file import config_of_text
@@ -40,7 +41,7 @@ class Running:
     config: QueueConfig
     text: str
 
-    @property
+    @cached_property
     def digest(self) -> str:
         return config_digest(self.text)
 

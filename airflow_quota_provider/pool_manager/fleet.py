@@ -56,12 +56,17 @@ class Fleet:
             found = pools.get(name)
             owner = managing_fleet(found.description) if found is not None else None
             if owner is not None and owner != self.config.job_queue:
-                share, unit = self.shares[name]
-                problems.append(
-                    f"pools.{share}.{unit}: pool {name} is managed for fleet {owner} (its "
-                    "description says so); name another pool for this share in the config"
-                )
+                problems.append(self.foreign_pool(name, owner))
         return problems
+
+    def foreign_pool(self, pool: str, owner: str) -> str:
+        """Why ``pool``, managed for fleet ``owner``, cannot hold its share here."""
+        share, unit = self.shares[pool]
+        return (
+            f"pool {pool} is managed by airflow-quota pool-manager for fleet {owner} (its "
+            f"description says so); two managers would fight over its slots: name another pool "
+            f"for share {share}'s {unit} in the config (pools.{share}.{unit})"
+        )
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.shares)

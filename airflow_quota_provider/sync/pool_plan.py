@@ -119,7 +119,7 @@ def plan_pools(fleet: Fleet, state: PoolsState, now: float) -> Plan:
         if owner == fleet.config.job_queue:
             _keep(phases, fleet, found, core[pool])
         elif owner is not None:
-            _foreign_fleet(phases, fleet, pool, owner)
+            phases.blockers.append(fleet.foreign_pool(pool, owner))
         else:
             _adopt(phases, fleet, found, core[pool], held)
     calls = (*phases.deletes, *phases.lowers, *phases.raises)
@@ -168,15 +168,6 @@ def _adopt(phases: _Phases, fleet: Fleet, found: PoolSlots, slots: int, held: in
     change = Change("update", POOL, found.name, tuple(details), why)
     call = _set(fleet, found.name, slots, change)
     (phases.lowers if lowers or slots == found.slots else phases.raises).append(call)
-
-
-def _foreign_fleet(phases: _Phases, fleet: Fleet, pool: str, owner: str) -> None:
-    share, unit = fleet.shares[pool]
-    phases.blockers.append(
-        f"pool {pool} is managed by airflow-quota pool-manager for fleet {owner} (its "
-        f"description says so); two managers would fight over its slots: name another pool "
-        f"for share {share}'s {unit} in the config (pools.{share}.{unit})"
-    )
 
 
 def _delete(phases: _Phases, pool: str, tasks: Sequence[PoolTask]) -> None:

@@ -328,9 +328,10 @@ def test_a_config_naming_another_fleets_pool_is_refused_at_start(
     code, err = start(airflow, tmp_path, monkeypatch, capsys)
     assert code == 1
     assert err == (
-        "airflow-quota pool-manager: the config names another fleet's pools: pools.own.gpu: "
-        f"pool {name} is managed for fleet gpus (its description says so); name another pool "
-        "for this share in the config\n"
+        "airflow-quota pool-manager: the config names another fleet's pools: pool "
+        f"{name} is managed by airflow-quota pool-manager for fleet gpus (its description "
+        "says so); two managers would fight over its slots: name another pool for share own's "
+        "gpu in the config (pools.own.gpu)\n"
     )
 
 
