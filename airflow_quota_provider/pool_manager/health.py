@@ -11,12 +11,12 @@ because the file on the reader's side was edited first.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 from airflow_quota_provider.config_file import config_of_text
 from airflow_quota_provider.exceptions import ConfigError
 from airflow_quota_provider.pool_manager.fleet import Fleet
 from airflow_quota_provider.pool_manager.heartbeat import STALE_AFTER_INTERVALS, Heartbeat
+from airflow_quota_provider.view.text import when
 
 
 @dataclass(frozen=True)
@@ -42,13 +42,13 @@ def health(fleet: Fleet, beat: Heartbeat | None, now: float, file_digest: str | 
     if beat.stale(now):
         last = beat.cycled_at if beat.cycled_at is not None else beat.written_at
         alerts.append(
-            f"no pool manager has cycled fleet {name} since {_moment(last)} (more than "
+            f"no pool manager has cycled fleet {name} since {_when(last)} (more than "
             f"{STALE_AFTER_INTERVALS} of its {beat.interval:g} s intervals): its pools stay as "
             f"it last set them; last seen: {beat.describe(now)}"
         )
     elif beat.error:
         alerts.append(
-            f"the pool manager's cycles fail since {_moment(beat.error_at or now)}: {beat.error}"
+            f"the pool manager's cycles fail since {_when(beat.error_at or now)}: {beat.error}"
         )
     if beat.config_refused:
         alerts.append(
@@ -72,5 +72,5 @@ def health(fleet: Fleet, beat: Heartbeat | None, now: float, file_digest: str | 
     return Health(shown, alerts)
 
 
-def _moment(seconds: float) -> str:
-    return f"{datetime.fromtimestamp(seconds, UTC):%Y-%m-%d %H:%M:%S} UTC"
+def _when(seconds: float) -> str:
+    return when(round(seconds * 1000))

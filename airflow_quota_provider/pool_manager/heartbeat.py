@@ -24,10 +24,10 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields, replace
-from datetime import UTC, datetime
 from typing import Protocol
 
 from airflow_quota_provider.pool_manager.rest import GatewayError
+from airflow_quota_provider.view.text import duration
 
 STALE_AFTER_INTERVALS = 3
 """A heartbeat older than this many of its manager's intervals names no live manager."""
@@ -87,17 +87,12 @@ class Heartbeat:
 
     def describe(self, now: float) -> str:
         """``manager vm:1:ab on sqlite:///... (cycled 3 s ago)``."""
-        cycled = "never cycled" if self.cycled_at is None else f"cycled {_ago(now, self.cycled_at)}"
+        cycled = (
+            "never cycled"
+            if self.cycled_at is None
+            else f"cycled {duration(max(0.0, now - self.cycled_at))} ago"
+        )
         return f"manager {self.manager} on {self.database_url} ({cycled})"
-
-
-def _ago(now: float, then: float) -> str:
-    seconds = max(0.0, now - then)
-    if seconds < 120:
-        return f"{seconds:.0f} s ago"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f} min ago"
-    return f"{seconds / 3600:.1f} h ago at {datetime.fromtimestamp(then, UTC):%Y-%m-%d %H:%M} UTC"
 
 
 class VariableStore(Protocol):
