@@ -63,6 +63,7 @@ BATCH_TESTS = (
 AIRFLOW_3_TESTS = (
     "tests/sync/test_pool_apply.py",
     "tests/pool_manager/test_end_to_end.py",
+    "tests/pool_manager/test_order.py",
     "tests/pool_manager/test_sensor.py",
     "tests/reconciler/test_reconcile.py",
     "tests/view/test_api.py",

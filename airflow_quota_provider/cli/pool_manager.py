@@ -43,7 +43,8 @@ def add_parser(commands: Any) -> None:
         "pool-manager",
         help="run quota shares for any Airflow task through Airflow pools",
         description="Keep the Airflow pools of a quota config in line with the quota rules: "
-        "each share's pool opens exactly the slots its waiting tasks may take now, idle "
+        "each share's pool is shut between admissions and opens exactly the slots of the "
+        "tasks admitted now, idle "
         "capacity is lent, and borrowers or lower-priority tasks are preempted by clearing "
         "them. Runs until stopped (SIGINT or SIGTERM).",
     )

@@ -17,11 +17,12 @@ settles it with the core's settle loop:
   a note saying what the share can hold (Airflow would leave it scheduled
   forever).
 
-Out come the slots of every managed pool (what its share may hold now: the
-tasks Airflow counts, plus those admitted this cycle, so its open slots are
-exactly what the core admitted and a large head is not overtaken by smaller
-tasks behind it), the tasks to clear (preemption) or fail, and a reason with
-the numbers for every task left waiting.
+Out come the slots of every managed pool (0, shut, unless the cycle admits into
+it: then the tasks Airflow counts plus those admitted, so its open slots are
+exactly what the core admitted, a large head is not overtaken by smaller tasks
+behind it, and a holder that ends between two cycles frees nothing Airflow could
+hand out; see :func:`gated_slots`), the tasks to clear (preemption) or fail, and a
+reason with the numbers for every task left waiting.
 """
 
 from __future__ import annotations
@@ -149,21 +150,38 @@ def decide(
     )
     applier = _Recorder(by_id)
     settled = settle(state, now, applier)
-    stopped = {stop.key for stop in applier.stops}
-    slots = dict.fromkeys(fleet.shares, 0)
-    for task in holders:
-        if task.state.counted and task.key not in stopped:
-            slots[task.pool] += task.slots
-    for start in applier.starts:
-        slots[start.pool] += start.slots
     return PoolPlan(
-        slots=slots,
+        slots=gated_slots(fleet, holders, applier.starts, applier.stops),
         start=tuple(applier.starts),
         stop=tuple(applier.stops),
         refuse=tuple(refused),
         waiting=TaskReasons(settled.decisions.waiting, by_id),
         recheck_at=settled.decisions.recheck_at,
     )
+
+
+def gated_slots(
+    fleet: Fleet, holders: Iterable[PoolTask], starts: Iterable[Start], stops: Iterable[Stop]
+) -> dict[str, int]:
+    """Every managed pool's slots: shut (0) unless the cycle admits tasks into it, then
+    what Airflow counts in it (queued, running, deferred; victims left out) plus what is
+    admitted, so its open slots are exactly the admitted tasks'.
+
+    Shut below what its tasks hold, a pool's open slots stay at or below 0 when a holder
+    ends between two cycles: Airflow cannot hand the freed slots to a task the manager
+    did not choose (a smaller one behind the share's head, say). The freed capacity is
+    admitted at the next cycle instead."""
+    slots = dict.fromkeys(fleet.shares, 0)
+    opened: dict[str, int] = {}
+    for start in starts:
+        opened[start.pool] = opened.get(start.pool, 0) + start.slots
+    stopped = {stop.key for stop in stops}
+    for task in holders:
+        if task.pool in opened and task.state.counted and task.key not in stopped:
+            slots[task.pool] += task.slots
+    for pool, admitted in opened.items():
+        slots[pool] += admitted
+    return slots
 
 
 class TaskReasons(Mapping[TaskKey, Wait]):

@@ -361,6 +361,7 @@ def pool_task(ti: Mapping[str, Any]) -> PoolTask:
         preemptible=overrides.preemptible,
         min_runtime_seconds=overrides.min_runtime_seconds,
         problem=overrides.problem,
+        has_logical_date=ti.get("logical_date") is not None,
     )
 
 

@@ -1,14 +1,18 @@
 """Tasks Airflow started between two cycles without the manager admitting them.
 
-A pool's open slots are what the manager admitted; but when a holder ends between two
-cycles, Airflow's scheduler hands its slots at once to the next task of the pool in its
-own order, one that fits, though the share's head (larger) may be owed them. Such a
-task was waiting at one cycle and holds slots at the next without having been
-admitted, while a task of its pool that comes before it still waits: it overtook that
-one. :class:`Overtaking` counts them, per pool, so the operator sees how often it
-happens (``quota_provider.<fleet>.<share>.unadmitted_starts`` and a warning each).
-A task that took freed slots in its turn (the one the manager would have admitted
-next) is no overtaking and is not counted.
+A pool's open slots are what the manager admitted; but when a holder ends while an
+admission is not yet taken up (the pool open), Airflow's scheduler hands its slots at
+once to the next task of the pool in its own order, one that fits, though the share's
+head (larger) may be owed them. Such a task was waiting at one cycle and holds slots at
+the next without having been admitted, while a task of its pool that comes before it
+still waits: it overtook that one. :class:`Overtaking` counts them, per pool, so the
+operator sees how often it happens (``quota_provider.<fleet>.<share>.unadmitted_starts``
+and a warning each). A task that took freed slots in its turn (the one the manager would
+have admitted next), or in a tie of Airflow's own order (see :func:`comes_first`), is no
+overtaking and is not counted.
+
+Pools are shut between admissions (see
+:func:`~airflow_quota_provider.pool_manager.decide.gated_slots`), so this is rare.
 """
 
 from __future__ import annotations
@@ -18,9 +22,16 @@ from collections.abc import Iterable, Sequence
 from airflow_quota_provider.pool_manager.tasks import PoolTask, TaskKey, TaskState
 
 
-def _order(task: PoolTask) -> tuple[int, float, TaskKey]:
-    """The order in which Airflow's scheduler and the manager hand out a pool's slots."""
-    return (-task.priority_weight, task.run_date, task.key)
+def comes_first(task: PoolTask, other: PoolTask) -> bool:
+    """Whether Airflow's scheduler hands a pool's slots to ``task`` before ``other``: the
+    higher ``priority_weight`` first, then, among equals, the earlier logical date. Tasks
+    of one priority whose runs have no logical date (or one date) it orders in no defined
+    way: the manager's further order (when the run was due, the task key) is its own, and
+    Airflow giving the slots to one rather than another of them is no overtaking."""
+    if task.priority_weight != other.priority_weight:
+        return task.priority_weight > other.priority_weight
+    dated = task.has_logical_date and other.has_logical_date
+    return dated and task.run_date < other.run_date
 
 
 class Overtaking:
@@ -56,7 +67,7 @@ class Overtaking:
 
     def _skipped(self, started: PoolTask, still_waiting: set[TaskKey]) -> bool:
         return any(
-            other.pool == started.pool and _order(other) < _order(started)
+            other.pool == started.pool and comes_first(other, started)
             for key, other in self._waiting.items()
             if key in still_waiting
         )

@@ -98,3 +98,7 @@ class PoolTask:
     """The task's own protection from reclaim, if it sets one."""
     problem: str | None = None
     """Why the task's own settings could not be read; the manager fails it with this."""
+    has_logical_date: bool = True
+    """Whether its run has a logical date: Airflow's scheduler orders a pool's tasks of one
+    priority by it, and those of runs without one (triggered without a date on Airflow 3)
+    in no defined order; the manager orders them by when their run was due."""

@@ -11,7 +11,7 @@ What apply makes true, pool by pool (the config's pools: each share's unit, see
 
 - **missing**: created with the slots the core would open now, that is what
   :func:`~airflow_quota_provider.pool_manager.decide.decide` gives it for the
-  tasks Airflow has now (0 when none waits), with ``include_deferred`` on and
+  tasks Airflow has now (0, shut, unless it admits one), with ``include_deferred`` on and
   the manager's description. Not the share's capacity: while another share
   borrows, opening what a share owns would promise GPUs that are in use. A
   manager started later finds nothing to change, and until one runs nothing
@@ -38,10 +38,10 @@ stopping in it (it would hold its GPUs outside every share); tasks that only
 wait in it are named in the reason, as they would never start. Pools without
 this fleet's mark, ``default_pool`` among them, are never touched.
 
-Destructive (apply needs ``--allow-destructive``): every delete; setting a pool
-below the slots its queued, running and deferred tasks hold now (Airflow kills
-nothing then, but the pool stays full until enough of them end: the core
-decided to preempt some, which only the manager does).
+Destructive (apply needs ``--allow-destructive``): every delete; creating or
+adopting a pool whose tasks the core would preempt now (their share holds more than
+it may: apply stops nothing, but the manager will once it runs). Slots below what a
+pool's tasks hold are not: between admissions the manager keeps every pool shut.
 
 The calls come in three phases, as the manager orders its own, so that an
 apply stopped half-way never leaves more slots open than the core admits:
@@ -57,7 +57,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from airflow_quota_provider.exceptions import Problem
-from airflow_quota_provider.pool_manager.decide import decide
+from airflow_quota_provider.pool_manager.decide import Stop, decide
 from airflow_quota_provider.pool_manager.fleet import Fleet
 from airflow_quota_provider.pool_manager.pools import PoolSlots, managing_fleet
 from airflow_quota_provider.pool_manager.tasks import PoolTask, TaskState
@@ -102,7 +102,11 @@ class _Phases:
 
 def plan_pools(fleet: Fleet, state: PoolsState, now: float) -> Plan:
     """The pool changes that make Airflow match ``fleet``'s config, in order, at time ``now``."""
-    core = decide(fleet, state.tasks, now).slots
+    decided = decide(fleet, state.tasks, now)
+    core = decided.slots
+    preempted: dict[str, list[Stop]] = defaultdict(list)
+    for stop in decided.stop:
+        preempted[stop.pool].append(stop)
     by_pool: dict[str, list[PoolTask]] = defaultdict(list)
     for task in state.tasks:
         by_pool[task.pool].append(task)
@@ -110,10 +114,10 @@ def plan_pools(fleet: Fleet, state: PoolsState, now: float) -> Plan:
     for pool in stale_pools(fleet, state.pools):
         _delete(phases, pool, by_pool[pool])
     for pool in sorted(fleet.shares):
-        held = sum(t.slots for t in by_pool[pool] if t.state.counted)
+        why = _preempts(preempted[pool])
         found = state.pools.get(pool)
         if found is None:
-            _create(phases, fleet, pool, core[pool], held)
+            _create(phases, fleet, pool, core[pool], why)
             continue
         owner = managing_fleet(found.description)
         if owner == fleet.config.job_queue:
@@ -121,7 +125,7 @@ def plan_pools(fleet: Fleet, state: PoolsState, now: float) -> Plan:
         elif owner is not None:
             phases.blockers.append(fleet.foreign_pool(pool, owner))
         else:
-            _adopt(phases, fleet, found, core[pool], held)
+            _adopt(phases, fleet, found, core[pool], why)
     calls = (*phases.deletes, *phases.lowers, *phases.raises)
     return Plan(
         changes=tuple(call.change for call in calls),
@@ -132,10 +136,10 @@ def plan_pools(fleet: Fleet, state: PoolsState, now: float) -> Plan:
     )
 
 
-def _create(phases: _Phases, fleet: Fleet, pool: str, slots: int, held: int) -> None:
+def _create(phases: _Phases, fleet: Fleet, pool: str, slots: int, why: str | None) -> None:
     share, unit = fleet.shares[pool]
     details = (_count(slots, "slot"), "include_deferred on", f"share {share}, {unit}")
-    change = Change("create", POOL, pool, details, _below(slots, held))
+    change = Change("create", POOL, pool, details, why)
     params = {"name": pool, "slots": slots, "description": fleet.description(pool)}
     phases.raises.append(Call("create_pool", params, change))
 
@@ -150,7 +154,7 @@ def _keep(phases: _Phases, fleet: Fleet, found: PoolSlots, slots: int) -> None:
         phases.lowers.append(_set(fleet, found.name, found.slots, change))
 
 
-def _adopt(phases: _Phases, fleet: Fleet, found: PoolSlots, slots: int, held: int) -> None:
+def _adopt(phases: _Phases, fleet: Fleet, found: PoolSlots, slots: int, why: str | None) -> None:
     share, unit = fleet.shares[found.name]
     phases.warnings.append(
         Problem(
@@ -164,7 +168,6 @@ def _adopt(phases: _Phases, fleet: Fleet, found: PoolSlots, slots: int, held: in
     lowers = unlimited or slots < found.slots
     details = [f"slots {_slots(found.slots)} -> {slots}"] if found.slots != slots else []
     details += _settings(fleet, found)
-    why = _below(slots, held) if lowers else None
     change = Change("update", POOL, found.name, tuple(details), why)
     call = _set(fleet, found.name, slots, change)
     (phases.lowers if lowers or slots == found.slots else phases.raises).append(call)
@@ -208,13 +211,18 @@ def _set(fleet: Fleet, pool: str, slots: int, change: Change) -> Call:
     return Call("set_pool", params, change)
 
 
-def _below(slots: int, held: int) -> str | None:
-    """Why ``slots`` strands the tasks that hold ``held`` slots now, or ``None``."""
-    if slots >= held:
+def _preempts(stops: Sequence[Stop]) -> str | None:
+    """Why taking the pool on costs running work: the tasks in it the core would preempt
+    (which only the pool manager does, once it runs), or ``None``."""
+    if not stops:
         return None
+    listed = ", ".join(str(stop.key) for stop in stops[:LISTED_TASKS])
+    if len(stops) > LISTED_TASKS:
+        listed += f" and {len(stops) - LISTED_TASKS} more"
+    held = sum(stop.slots for stop in stops)
     return (
-        f"{_count(slots, 'slot')} is below the {held} its queued, running and deferred "
-        "tasks hold now; the pool stays full until enough of them end"
+        f"its tasks hold {held} slots beyond what the share may hold now: the pool manager "
+        f"preempts {listed}"
     )
 
 

@@ -189,3 +189,13 @@ def wait_state(
         return state_of(stack.api, dag_id, run_id, "train") == state
 
     wait_for(what, reached, timeout, stack.processes)
+
+
+OVERTOOK = "though the manager did not admit it, before a task of its pool that comes first"
+
+
+def unadmitted_starts(stack: Stack) -> int:
+    """How many tasks the managers of ``stack`` saw start without their admission, ahead
+    of a task of their pool that came first (each warns once; see ``Overtaking``)."""
+    logs = sorted((stack.settings.workdir / "logs").glob("pool-manager*.log"))
+    return sum(log.read_text().count(OVERTOOK) for log in logs)

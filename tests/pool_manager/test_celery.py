@@ -50,6 +50,7 @@ from tests.pool_manager.conftest import (
     query,
     redis_database,
     trigger,
+    unadmitted_starts,
 )
 from tests.pool_manager.test_sagemaker_training import (
     all_jobs,
@@ -429,7 +430,8 @@ def test_chaos_run_on_celery_never_promises_a_gpu_twice_nor_leaves_a_job(
         f"{training['jobs']}: tries with two jobs {training['two_in_a_try']}, a task's jobs "
         f"overlapping {training['overlapping']}, orphaned after the run "
         f"{len(training['left_running'])}, stopped by the reconciler {training['reconciled']}; "
-        f"ResourceLimitExceeded {limit_errors}"
+        f"ResourceLimitExceeded {limit_errors}; started without the managers admitting them, "
+        f"before a task of their pool that came first: {unadmitted_starts(stack)}"
     )
     assert len(done) >= 200
     assert lost == [], lost

@@ -84,7 +84,7 @@ def test_a_large_head_is_not_overtaken_by_smaller_tasks_behind_it() -> None:
         task("small", NLP, 1, weight=1),
     ]
     plan = decide(FLEET, tasks, now=10)
-    assert plan.slots == slots(nlp=4, vision=8), "no open slot a smaller task could take"
+    assert plan.slots == slots(), "shut: no open slot a smaller task could take"
     assert plan.start == () and plan.stop == ()
     big, small = plan.waiting[key("big")], plan.waiting[key("small")]
     assert big.code is WaitCode.WAITING_FOR_OWN_CAPACITY
@@ -100,6 +100,20 @@ def test_a_large_head_is_not_overtaken_by_smaller_tasks_behind_it() -> None:
     )
 
 
+def test_a_pool_is_shut_between_admissions_so_a_holders_end_frees_no_slot() -> None:
+    # a cycle admits "small" behind a running holder: the pool opens exactly its slot
+    running = [task("holder", NLP, 4, RUNNING, weight=20), task("vision", VISION, 8, RUNNING)]
+    waiting = [task("big", NLP, 6, weight=10)]
+    plan = decide(FLEET, [*running, *waiting], now=10)
+    assert plan.start == () and plan.slots == slots(), "nothing admitted: every pool shut"
+    # Airflow's open slots are slots minus what its tasks hold: 0 - 4 while the holder
+    # runs, 0 - 0 once it ended; never above 0, so the scheduler queues nobody in the
+    # meantime. The next cycle admits the head, for which the pool opens exactly 6.
+    plan = decide(FLEET, [running[1], *waiting], now=20)
+    assert plan.start == (Start(key("big"), NLP, 6, 0),)
+    assert plan.slots == slots(nlp=6)
+
+
 def test_idle_capacity_is_lent_and_the_borrowers_pool_grows_beyond_what_it_owns() -> None:
     plan = decide(FLEET, [task("v1", VISION, 8, RUNNING), task("v2", VISION, 6)], now=10)
     assert plan == PoolPlan(slots=slots(vision=14), start=(Start(key("v2"), VISION, 6, 6),))
@@ -112,7 +126,7 @@ def test_an_owner_reclaims_its_pool_shrinks_nothing_else_opens_until_the_victim_
     ]
     # 1. the owner's task appears: the borrower is cleared, the owner's pool stays shut
     plan = decide(FLEET, [*borrowing, task("n", NLP, 8, weight=5)], now=100)
-    assert plan.slots == slots(nlp=0, vision=8)
+    assert plan.slots == slots()
     assert plan.start == ()
     assert plan.stop == (
         Stop(
@@ -134,14 +148,14 @@ def test_an_owner_reclaims_its_pool_shrinks_nothing_else_opens_until_the_victim_
     # 2. cleared, its process still alive (restarting): still nothing opens for the owner
     stopping = [borrowing[0], task("v-borrow", VISION, 6, RESTARTING, started=5)]
     plan = decide(FLEET, [*stopping, task("n", NLP, 8, weight=5)], now=103)
-    assert plan.slots == slots(nlp=0, vision=8) and plan.start == () and plan.stop == ()
+    assert plan.slots == slots() and plan.start == () and plan.stop == ()
     assert plan.waiting[key("n")].message == (
         "nlp waits for preempted jobs to stop: train/run-1/v-borrow"
     )
     # 3. its process is gone, it waits again: the owner's pool opens, the victim waits
     gone = [borrowing[0], task("v-borrow", VISION, 6), task("n", NLP, 8, weight=5)]
     plan = decide(FLEET, gone, now=110)
-    assert plan.slots == slots(nlp=8, vision=8)
+    assert plan.slots == slots(nlp=8), "the owner's pool opens; vision's stays shut"
     assert plan.start == (Start(key("n"), NLP, 8, 0),)
     assert plan.waiting[key("v-borrow")].code is WaitCode.NO_IDLE_CAPACITY
 
@@ -166,13 +180,13 @@ def test_an_urgent_task_preempts_a_lower_priority_one_of_its_share() -> None:
     assert [(s.key, s.kind, s.preemptor) for s in plan.stop] == [
         (key("low"), PreemptionKind.IN_SHARE, key("urgent"))
     ]
-    assert plan.slots == slots(nlp=0, vision=10)
+    assert plan.slots == slots()
 
 
 def test_a_deferred_task_holds_its_slots() -> None:
     tasks = [task("waiting-on-sagemaker", NLP, 8, TaskState.DEFERRED), task("next", NLP, 8)]
     plan = decide(FLEET, [*tasks, task("vision", VISION, 8, RUNNING)], now=10)
-    assert plan.slots == slots(nlp=8, vision=8) and plan.start == ()
+    assert plan.slots == slots() and plan.start == ()
 
 
 def test_a_task_that_could_never_fit_its_share_is_refused_with_what_the_share_can_hold() -> None:

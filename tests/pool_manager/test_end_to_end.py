@@ -93,7 +93,13 @@ def test_an_owner_reclaims_its_gpus_and_the_borrower_runs_again_later(
 
     vision_run = trigger(api, "pools_vision", seconds=40)
     wait_state(stack, "pools_vision", vision_run, "running", "the vision task to borrow nlp's GPUs")
-    assert api.get("/api/v2/pools/quota-vision-gpu")["slots"] == 4
+    wait_for(
+        "the manager to shut vision's pool once its task holds the slots (between two "
+        "admissions a pool has 0 slots: a task that ends frees none Airflow could hand out)",
+        lambda: api.get("/api/v2/pools/quota-vision-gpu")["slots"] == 0,
+        30,
+        stack.processes,
+    )
     nlp_run = trigger(api, "pools_nlp", seconds=3)
     seen: list[tuple[str | None, str | None]] = []
 

@@ -20,7 +20,7 @@ import pytest
 
 from airflow_quota_provider.demo.processes import wait_for
 from airflow_quota_provider.demo.stack import Stack
-from tests.pool_manager.conftest import HERE, managed_stack, trigger
+from tests.pool_manager.conftest import HERE, managed_stack, trigger, unadmitted_starts
 from tests.postgres import postgres_database
 
 pytestmark = pytest.mark.slow
@@ -80,8 +80,7 @@ def test_no_task_ever_finds_fewer_free_gpus_than_its_pool_slots(stack: Stack, lo
             outcomes[ti["state"]] += 1
             tries[ti["try_number"]] += 1
             preempted += (ti["note"] or "").startswith("Cleared by the quota pool manager")
-    manager_log = (stack.settings.workdir / "logs" / "pool-manager.log").read_text()
-    unadmitted = manager_log.count("though the manager did not admit it, before a task")
+    unadmitted = unadmitted_starts(stack)
     print(
         f"\n{len(triggered) * TASKS_PER_RUN} tasks in {elapsed:.0f} s: {dict(outcomes)}; "
         f"tries {dict(sorted(tries.items()))}; {preempted} tasks preempted at least once; "

@@ -82,9 +82,17 @@ def test_apply_opens_what_the_core_admits_and_keeps_pools_in_use(
     wait_state(stack, "pools_vision_deferred", vision, "deferred", what)
     pool = stack.api.get("/api/v2/pools/quota-vision-gpu")
     assert (pool["deferred_slots"], pool["open_slots"]) == (2, 0), "the deferred task holds 2"
+    # the pools are the manager's now: their slots are its to set (it would shut them, their
+    # tasks holding what they were given), and plan changes nothing
     assert cli(capsys, stack, "plan", fleet)[:2] == (
         0,
-        ["Plan for the pools of fleet gpus:", "No changes: Airflow's pools match the config."],
+        [
+            "Plan for the pools of fleet gpus:",
+            "No changes: Airflow's pools match the config.",
+            "Left to the pool manager (it sets the slots of its pools at every cycle):",
+            "  pool quota-nlp-gpu slots 2 -> 0",
+            "  pool quota-vision-gpu slots 2 -> 0",
+        ],
     )
 
     research = tmp_path / "research.yaml"

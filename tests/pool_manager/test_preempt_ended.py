@@ -143,7 +143,7 @@ def test_a_withdrawn_admission_the_scheduler_raced_keeps_pools_from_growing(
     airflow: FakeAirflow, tmp_path: Path, raced: bool, a_slots: int
 ) -> None:
     """b borrowed a's 2 GPUs: its second task was admitted (b's pool 4) but is not queued
-    yet when a's task arrives; the cycle gives a its own 2 and shrinks b's pool to 2."""
+    yet when a's task arrives; the cycle gives a its own 2 and shuts b's pool (0 slots)."""
     fleet = Fleet.of(
         queue(
             share("a").capacity(gpu=2).lend_and_borrow(),
@@ -161,4 +161,4 @@ def test_a_withdrawn_admission_the_scheduler_raced_keeps_pools_from_growing(
         airflow.on_change = {"quota-b-gpu": {"b2": "queued"}}
     gateway = AirflowGateway(airflow.url, Credentials("manager", "secret"))
     PoolManager(fleet, gateway, Store(f"sqlite:///{tmp_path / 'manager.db'}")).cycle()
-    assert airflow.pools == {"quota-a-gpu": a_slots, "quota-b-gpu": 2}
+    assert airflow.pools == {"quota-a-gpu": a_slots, "quota-b-gpu": 0}

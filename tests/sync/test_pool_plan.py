@@ -84,11 +84,6 @@ def adopted(path: str, pool: str, description: str, share_name: str) -> Problem:
     )
 
 
-STRANDS = "is below the {held} its queued, running and deferred tasks hold now; the pool " + (
-    "stays full until enough of them end"
-)
-
-
 @dataclass
 class Case:
     id: str
@@ -127,15 +122,24 @@ CASES = [
         want_notes=("pool vision-gpus slots 4 -> 0",),
     ),
     Case(
-        "a pool deleted by hand under running tasks comes back with the slots they hold",
+        "a pool deleted by hand under running tasks comes back shut (they keep running; "
+        "the manager opens it for the tasks it admits)",
         [ours(VISION)],
         [task("n", NLP, 2, RUNNING)],
-        (create(NLP, 2, "nlp"),),
-        (create_call(NLP, 2),),
+        (create(NLP, 0, "nlp"),),
+        (create_call(NLP, 0),),
+    ),
+    Case(
+        "a pool deleted by hand comes back open for the task the core admits, beside the "
+        "ones that hold slots in it",
+        [ours(VISION)],
+        [task("n", NLP, 2, RUNNING), task("n2", NLP, 1)],
+        (create(NLP, 3, "nlp"),),
+        (create_call(NLP, 3),),
     ),
     Case(
         "the manager's pools that match have nothing to change and nothing to note",
-        [ours(NLP, 2), ours(VISION)],
+        [ours(NLP, 0), ours(VISION)],
         [task("n", NLP, 2, RUNNING)],
         (),
     ),
@@ -157,18 +161,18 @@ CASES = [
     ),
     Case(
         "a description the fleet wrote for another of its shares is set right, the slots kept",
-        [ours(NLP), other(VISION, 2, NLP_MARK)],
+        [ours(NLP), other(VISION, 0, NLP_MARK)],
         [task("v", VISION, 2, RUNNING)],
         (update(VISION, f'description "{NLP_MARK}" -> "{VISION_MARK}"'),),
-        (set_call(VISION, 2),),
+        (set_call(VISION, 0),),
     ),
     Case(
         "a pool made by hand is adopted with a warning: the core's slots, include_deferred on, "
         "the manager's description",
         [other(NLP, 8, "GPUs of team nlp", include_deferred=False), ours(VISION)],
         [task("n", NLP, 1, RUNNING)],
-        (update(NLP, "slots 8 -> 1", "include_deferred off -> on", mark("GPUs of team nlp", NLP)),),
-        (set_call(NLP, 1),),
+        (update(NLP, "slots 8 -> 0", "include_deferred off -> on", mark("GPUs of team nlp", NLP)),),
+        (set_call(NLP, 0),),
         want_warnings=(adopted("shares[0]", NLP, "GPUs of team nlp", "nlp"),),
     ),
     Case(
@@ -187,19 +191,20 @@ CASES = [
         ),
     ),
     Case(
-        "adopting a pool below the slots its running and deferred tasks hold is destructive "
-        "(the core would preempt the running one for nlp)",
+        "adopting a pool whose running task the core would preempt (for nlp) is destructive; "
+        "its slots below what its tasks hold are not",
         [ours(NLP), other(VISION, 8, "vision team")],
         [task("v", VISION, 3, RUNNING), task("d", VISION, 1, DEFERRED), task("n", NLP, 2)],
         (
             update(
                 VISION,
-                "slots 8 -> 1",
+                "slots 8 -> 0",
                 mark("vision team", VISION),
-                why=f"1 slot {STRANDS.format(held=4)}",
+                why="its tasks hold 3 slots beyond what the share may hold now: the pool "
+                "manager preempts train/run-1/v",
             ),
         ),
-        (set_call(VISION, 1),),
+        (set_call(VISION, 0),),
         want_warnings=(adopted("pools.vision.gpu", VISION, "vision team", "vision"),),
     ),
     Case(
