@@ -11,7 +11,8 @@ import json
 import sys
 from typing import Any
 
-from airflow_quota_provider.cli import replay
+# the module itself, not through the package: the package's __init__ imports this module
+import airflow_quota_provider.cli.replay as replay
 from airflow_quota_provider.config_file import load_mapping
 from airflow_quota_provider.exceptions import ConfigError, ScenarioError
 from airflow_quota_provider.simulation.output import timeline_text, to_json

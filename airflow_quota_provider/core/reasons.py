@@ -72,6 +72,18 @@ class PreemptionKind(str, enum.Enum):
     """Its share holds more than its lowered capacity allows."""
 
 
+PREEMPTION_HEADLINES = {
+    # AWS's documented wording for reclaim; the other two are this engine's own.
+    PreemptionKind.RECLAIM: "Cross-share preemption triggered to reclaim borrowed capacity",
+    PreemptionKind.IN_SHARE: "In-share preemption triggered by a higher priority job",
+    PreemptionKind.CAPACITY_REDUCED: (
+        "Preemption triggered because the quota share's capacity limits were lowered"
+    ),
+}
+"""The headline of a preempted attempt's ``statusReason``, before the engine's message:
+Batch (and the local endpoint) write it, the view reads the kind back from it."""
+
+
 def listed(names: list[str], most: int = 5) -> str:
     """``names`` joined with commas, the first ``most`` of them and how many more."""
     more = f" and {len(names) - most} more" if len(names) > most else ""

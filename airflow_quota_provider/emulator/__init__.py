@@ -9,11 +9,12 @@ How a request flows::
 
     server.py          HTTP, /_emulator/* control routes, local_endpoint()
     protocol.py        routing by signing service, wire format in and out
-    emulator.py        validation (validation.py) -> handler -> shaping (shaping.py)
+    emulator.py        validation (hooks/request_shape.py) -> handler -> shaping (shaping.py)
     <resource>.py      one module per API concept: environments, scheduling_policies,
                        job_queues, quota_shares, service_jobs, job_listing, snapshot,
                        tags, training_jobs
-    world.py           the store, the emulated clock and the timers, caught up per request
+    world.py           the account with its dispatcher and training runtime, caught up per request
+    account.py         the store, the emulated clock and the timers, which those work on
     dispatch.py        QueueState per queue; applies the core's decisions
     queue_states.py    each queue's jobs recorded job by job as the core moves them
     attempts.py        a service job's attempts <-> SageMaker training jobs

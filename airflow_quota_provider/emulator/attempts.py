@@ -17,10 +17,15 @@ A failed attempt is retried while ``retryStrategy.attempts`` allows and the
 first ``evaluateOnExit`` rule whose ``onStatusReason`` glob matches says
 RETRY (no matching rule: retry, as Batch does). Preempted attempts do not
 count as failed attempts; ``preemptionRetriesBeforeTermination`` caps them.
+
+What an ended attempt means for its queue (the capacity it held freed, the
+job back in line) is the dispatcher's to do (:mod:`.dispatch`): the functions
+here say how the attempt ended, as an :class:`AttemptEnd`.
 """
 
 from __future__ import annotations
 
+import enum
 import fnmatch
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -31,10 +36,11 @@ from airflow_quota_provider.emulator.service_model import SAGEMAKER, service_mod
 from airflow_quota_provider.emulator.store import Attempt, ServiceJob, TrainingJob
 from airflow_quota_provider.emulator.timers import Timer
 from airflow_quota_provider.emulator.training import Timing, tags_of, timing_from_tags
-from airflow_quota_provider.emulator.validation import problems_of, validation_message
+from airflow_quota_provider.hooks.request_shape import problems_of, validation_message
 
 if TYPE_CHECKING:
-    from airflow_quota_provider.emulator.world import World
+    from airflow_quota_provider.emulator.account import Account
+    from airflow_quota_provider.emulator.training import TrainingRuntime
 
 ATTEMPT_TIMEOUT = "attempt-timeout"
 """Timer: an attempt's ``timeoutConfig.attemptDurationSeconds`` have passed."""
@@ -48,6 +54,15 @@ _IN_PROGRESS = {
     "Training": "RUNNING",
     "Uploading": "RUNNING",
 }
+
+
+class AttemptEnd(enum.Enum):
+    """What follows an ended attempt, once the capacity it held is freed."""
+
+    REQUEUE = "requeue"
+    """The job is RUNNABLE again, at its original place in its share's queue."""
+    FINISHED = "finished"
+    """The job has ended, SUCCEEDED or FAILED."""
 
 
 @dataclass(frozen=True)
@@ -72,7 +87,7 @@ def training_request(job: ServiceJob, name: str) -> dict[str, Any]:
     return request
 
 
-def prepare(world: World, job: ServiceJob) -> Launch | str:
+def prepare(world: Account, job: ServiceJob) -> Launch | str:
     """The next attempt's training job, or the status reason if SageMaker would refuse it.
 
     Batch passes the payload to SageMaker unchecked, so a bad payload fails
@@ -94,13 +109,13 @@ def prepare(world: World, job: ServiceJob) -> Launch | str:
     return Launch(name, request, timing, interval, min(saved, timing.duration))
 
 
-def launch(world: World, job: ServiceJob, launch: Launch) -> None:
+def launch(world: Account, training: TrainingRuntime, job: ServiceJob, launch: Launch) -> None:
     arn = world.arns.training_job(launch.name)
     job.attempts.append(Attempt(arn, launch.name, started_at=world.now_ms))
     job.status, job.status_reason = "SCHEDULED", None
     job.scheduled_at = world.now_ms
     job.stop_cause = job.stop_detail = None
-    world.training.create(
+    training.create(
         launch.name,
         launch.request,
         launch.timing,
@@ -112,20 +127,19 @@ def launch(world: World, job: ServiceJob, launch: Launch) -> None:
         world.after(timeout, Timer(ATTEMPT_TIMEOUT, (job.id, launch.name, timeout)))
 
 
-def time_out(world: World, job_id: str, name: str, seconds: int) -> None:
-    """Stop attempt ``name`` of a job whose ``attemptDurationSeconds`` have passed."""
+def time_out(world: Account, job_id: str, name: str, seconds: int) -> tuple[ServiceJob, str] | None:
+    """The job to stop and why, if its attempt ``name`` outlived ``attemptDurationSeconds``."""
     job = world.store.jobs.get(job_id)
     if job is None:
-        return
+        return None
     current = job.attempts[-1].training_job_name if job.attempts else None
     if job.done or current != name or job.stop_cause is not None:
-        return
-    reason = f"Job attempt duration exceeded timeout ({seconds} seconds)"
-    world.dispatcher.stop_attempt(job, "timeout", reason)
+        return None
+    return job, f"Job attempt duration exceeded timeout ({seconds} seconds)"
 
 
-def training_changed(world: World, job: ServiceJob, training: TrainingJob) -> None:
-    """Follow the current attempt's training job into the service job."""
+def training_changed(world: Account, job: ServiceJob, training: TrainingJob) -> AttemptEnd | None:
+    """Follow the current attempt's training job into the service job; how it ended, if it did."""
     if training.status == "InProgress":
         status = _IN_PROGRESS.get(training.secondary)
         if status is not None and job.stop_cause is None:
@@ -136,63 +150,64 @@ def training_changed(world: World, job: ServiceJob, training: TrainingJob) -> No
         reason = "Received status from SageMaker: Training job completed"
         _end_attempt(world, job, reason)
         finish(world, job, "SUCCEEDED", reason)
+        return AttemptEnd.FINISHED
     elif training.status == "Failed":
         reason = f"Received status from SageMaker: {training.failure_reason}"
         _end_attempt(world, job, reason)
         if training.capacity_error:
             # SageMaker never started it: back to RUNNABLE, no failed attempt counted.
-            world.dispatcher.requeue(job)
-        else:
-            _failed(world, job, reason)
+            return AttemptEnd.REQUEUE
+        return _failed(world, job, reason)
     elif training.status == "Stopped":
-        _stopped(world, job)
+        return _stopped(world, job)
+    return None
 
 
-def _stopped(world: World, job: ServiceJob) -> None:
+def _stopped(world: Account, job: ServiceJob) -> AttemptEnd:
     cause, detail = job.stop_cause, job.stop_detail or ""
     if cause == "preempt":
         _end_attempt(world, job, detail)
-        _preempted(world, job)
-    elif cause == "terminate":
+        return _preempted(world, job)
+    if cause == "terminate":
         _end_attempt(world, job, detail)
         finish(world, job, "FAILED", detail, terminated=True)
-    elif cause == "timeout":
+        return AttemptEnd.FINISHED
+    if cause == "timeout":
         _end_attempt(world, job, detail)
-        _failed(world, job, detail)
-    else:
-        reason = "Received status from SageMaker: Training job stopped"
-        _end_attempt(world, job, reason)
-        finish(world, job, "FAILED", reason)
+        return _failed(world, job, detail)
+    reason = "Received status from SageMaker: Training job stopped"
+    _end_attempt(world, job, reason)
+    finish(world, job, "FAILED", reason)
+    return AttemptEnd.FINISHED
 
 
-def _end_attempt(world: World, job: ServiceJob, reason: str) -> None:
+def _end_attempt(world: Account, job: ServiceJob, reason: str) -> None:
     attempt = job.attempts[-1]
     attempt.stopped_at = world.now_ms
     attempt.status_reason = reason
     job.stop_cause = job.stop_detail = None
-    world.dispatcher.release(job)
 
 
-def _preempted(world: World, job: ServiceJob) -> None:
+def _preempted(world: Account, job: ServiceJob) -> AttemptEnd:
     job.preemptions += 1
     job.recent_preempted = [*job.recent_preempted, job.attempts[-1]][-RECENT_PREEMPTED_ATTEMPTS:]
     if not job.preemption_fails:
-        world.dispatcher.requeue(job)
-        return
+        return AttemptEnd.REQUEUE
     retries = (job.preemption_config or {}).get("preemptionRetriesBeforeTermination")
     reason = (
         f"PREEMPTION_RETRIES_EXHAUSTED: preempted {job.preemptions} times; "
         f"preemptionRetriesBeforeTermination is {retries}"
     )
     finish(world, job, "FAILED", reason)
+    return AttemptEnd.FINISHED
 
 
-def _failed(world: World, job: ServiceJob, reason: str) -> None:
+def _failed(world: Account, job: ServiceJob, reason: str) -> AttemptEnd:
     job.failed_attempts += 1
     if should_retry(job, reason):
-        world.dispatcher.requeue(job)
-    else:
-        finish(world, job, "FAILED", reason)
+        return AttemptEnd.REQUEUE
+    finish(world, job, "FAILED", reason)
+    return AttemptEnd.FINISHED
 
 
 def should_retry(job: ServiceJob, reason: str) -> bool:
@@ -206,7 +221,7 @@ def should_retry(job: ServiceJob, reason: str) -> bool:
 
 
 def finish(
-    world: World, job: ServiceJob, status: str, reason: str, *, terminated: bool = False
+    world: Account, job: ServiceJob, status: str, reason: str, *, terminated: bool = False
 ) -> None:
     job.status, job.status_reason = status, reason
     job.stopped_at = world.now_ms

@@ -10,8 +10,9 @@ settles it with the core's settle loop, applying each decision:
   is created (``AWSBatch<name><hex>``), the job is SCHEDULED;
 - **preempt**: the job's running record is marked terminating, its
   ``statusReason`` becomes ``PREEMPTION_IN_PROGRESS: ...`` and its training
-  job is stopped; the capacity is freed only once it is ``Stopped``, when
-  :mod:`~airflow_quota_provider.emulator.attempts` requeues or fails it;
+  job is stopped; the capacity is freed only once it is ``Stopped``, and the
+  job requeued or failed as :mod:`~airflow_quota_provider.emulator.attempts`
+  says (:meth:`Dispatcher.training_changed`);
 - **fail**: the job ends FAILED with the core's reason.
 
 Waiting jobs get the core's reason (``NO_IDLE_CAPACITY: ...``) as their
@@ -23,17 +24,18 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+# the module itself, not through the package: the package's __init__ leads here
+import airflow_quota_provider.emulator.attempts as attempts
 from airflow_quota_provider.core import (
     Admission,
     Decisions,
     Failure,
     Preemption,
-    PreemptionKind,
     RunningJob,
     WaitingJob,
 )
+from airflow_quota_provider.core.reasons import PREEMPTION_HEADLINES
 from airflow_quota_provider.core.settle import settle
-from airflow_quota_provider.emulator import attempts
 from airflow_quota_provider.emulator.queue_config import dispatching, queue_config
 from airflow_quota_provider.emulator.queue_states import Placement, RecordedQueueState
 from airflow_quota_provider.emulator.store import ServiceJob, TrainingJob
@@ -41,7 +43,8 @@ from airflow_quota_provider.emulator.tables import Table
 from airflow_quota_provider.emulator.timers import Timer
 
 if TYPE_CHECKING:
-    from airflow_quota_provider.emulator.world import World
+    from airflow_quota_provider.emulator.account import Account
+    from airflow_quota_provider.emulator.training import TrainingRuntime
 
 SUBMIT_DELAY_SECONDS = 1.0
 """A job is SUBMITTED this long before it enters its queue (RUNNABLE)."""
@@ -51,19 +54,11 @@ ENQUEUE = "enqueue"
 RECHECK = "recheck"
 """Timer: a queue's decisions may change now (a minimum runtime has passed)."""
 
-PREEMPTION_HEADLINES = {
-    # AWS's documented wording for reclaim; the other two are ours.
-    PreemptionKind.RECLAIM: "Cross-share preemption triggered to reclaim borrowed capacity",
-    PreemptionKind.IN_SHARE: "In-share preemption triggered by a higher priority job",
-    PreemptionKind.CAPACITY_REDUCED: (
-        "Preemption triggered because the quota share's capacity limits were lowered"
-    ),
-}
-
 
 class Dispatcher:
-    def __init__(self, world: World) -> None:
+    def __init__(self, world: Account, training: TrainingRuntime) -> None:
         self.world = world
+        self.training = training
         self.states: dict[str, RecordedQueueState] = {}
         self.placements: Table[Placement] = Table()
         """Where each job the queues hold is: their states job by job, for the state file."""
@@ -73,6 +68,7 @@ class Dispatcher:
         self.cycles = 0
         world.timers.on(ENQUEUE, self._enqueue)
         world.timers.on(RECHECK, self.dirty.add)
+        world.timers.on(attempts.ATTEMPT_TIMEOUT, self._time_out)
 
     # -- queues -------------------------------------------------------------------
 
@@ -159,7 +155,14 @@ class Dispatcher:
             state.replace_running(replace(running, terminating=True))
         training = self.world.store.training_jobs[job.attempts[-1].training_job_name]
         if training.status == "InProgress":
-            self.world.training.stop(training)
+            self.training.stop(training)
+
+    def _time_out(self, job_id: str, name: str, seconds: int) -> None:
+        """Stop attempt ``name`` of a job whose ``attemptDurationSeconds`` have passed."""
+        expired = attempts.time_out(self.world, job_id, name, seconds)
+        if expired is not None:
+            job, reason = expired
+            self.stop_attempt(job, "timeout", reason)
 
     def wait_reason(self, job: ServiceJob) -> str | None:
         """Why a RUNNABLE job waits, from the queue's last cycle."""
@@ -181,8 +184,13 @@ class Dispatcher:
         job = self.world.store.jobs.get(training.owner) if training.owner else None
         if job is None or not job.attempts:
             return
-        if job.attempts[-1].training_job_name == training.name:
-            attempts.training_changed(self.world, job, training)
+        if job.attempts[-1].training_job_name != training.name:
+            return
+        ended = attempts.training_changed(self.world, job, training)
+        if ended is not None:
+            self.release(job)
+        if ended is attempts.AttemptEnd.REQUEUE:
+            self.requeue(job)
 
     # -- cycles -------------------------------------------------------------------
 
@@ -195,7 +203,7 @@ class Dispatcher:
         queue = self.world.store.queues.get(queue_arn)
         if state is None or queue is None or not dispatching(self.world.store, queue):
             return
-        settled = settle(state, self.world.now, _Applier(self.world))
+        settled = settle(state, self.world.now, _Applier(self))
         self.cycles += settled.cycles
         if settled.cycles:
             self.last[queue_arn] = settled.decisions
@@ -211,8 +219,9 @@ class Dispatcher:
 class _Applier:
     """Applies a queue's decisions to its service jobs (the settle loop's Applier)."""
 
-    def __init__(self, world: World) -> None:
-        self.world = world
+    def __init__(self, dispatcher: Dispatcher) -> None:
+        self.dispatcher = dispatcher
+        self.world = dispatcher.world
 
     def fail(self, waiting: WaitingJob, failure: Failure, now: float) -> None:
         job = self.world.store.jobs[waiting.id]
@@ -224,7 +233,7 @@ class _Applier:
         if isinstance(launch, str):
             attempts.finish(self.world, job, "FAILED", launch)
             return None
-        attempts.launch(self.world, job, launch)
+        attempts.launch(self.world, self.dispatcher.training, job, launch)
         borrowing = any(admission.borrowed.values())
         running = waiting.started(now, launch.resumed_work, borrowing=borrowing)
         # the checkpoint interval is known only once the training job is prepared
@@ -235,7 +244,7 @@ class _Applier:
         headline = PREEMPTION_HEADLINES[preemption.kind]
         job.status_reason = f"PREEMPTION_IN_PROGRESS: {headline}"
         job.preemption_fails = preemption.fails
-        self.world.dispatcher.stop_attempt(job, "preempt", f"{headline}: {preemption.message}")
+        self.dispatcher.stop_attempt(job, "preempt", f"{headline}: {preemption.message}")
 
 
 def waiting_job(job: ServiceJob) -> WaitingJob:

@@ -23,17 +23,16 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from airflow_quota_provider.emulator import (
-    environments,
-    job_listing,
-    job_queues,
-    quota_shares,
-    scheduling_policies,
-    service_jobs,
-    snapshot,
-    tags,
-    training_jobs,
-)
+# each module itself, not through the package: the package's __init__ imports this module
+import airflow_quota_provider.emulator.environments as environments
+import airflow_quota_provider.emulator.job_listing as job_listing
+import airflow_quota_provider.emulator.job_queues as job_queues
+import airflow_quota_provider.emulator.quota_shares as quota_shares
+import airflow_quota_provider.emulator.scheduling_policies as scheduling_policies
+import airflow_quota_provider.emulator.service_jobs as service_jobs
+import airflow_quota_provider.emulator.snapshot as snapshot
+import airflow_quota_provider.emulator.tags as tags
+import airflow_quota_provider.emulator.training_jobs as training_jobs
 from airflow_quota_provider.emulator.arns import ACCOUNT, REGION, Arns
 from airflow_quota_provider.emulator.clock import EmulatedClock
 from airflow_quota_provider.emulator.errors import (
@@ -55,8 +54,8 @@ from airflow_quota_provider.emulator.service_model import BATCH, SAGEMAKER, serv
 from airflow_quota_provider.emulator.shaping import shape_output
 from airflow_quota_provider.emulator.state_file import StateFile
 from airflow_quota_provider.emulator.stats import Stats
-from airflow_quota_provider.emulator.validation import problems_of, validation_message
 from airflow_quota_provider.emulator.world import World
+from airflow_quota_provider.hooks.request_shape import problems_of, validation_message
 
 log = logging.getLogger(__name__)
 

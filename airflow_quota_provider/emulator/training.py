@@ -35,7 +35,7 @@ from airflow_quota_provider.emulator.store import TrainingJob
 from airflow_quota_provider.emulator.timers import Timer
 
 if TYPE_CHECKING:
-    from airflow_quota_provider.emulator.world import World
+    from airflow_quota_provider.emulator.account import Account
 
 STARTING_SECONDS = 4.0
 DOWNLOADING_SECONDS = 2.0
@@ -113,7 +113,7 @@ def tags_of(request: Mapping[str, Any]) -> dict[str, str]:
 class TrainingRuntime:
     """Creates training jobs and moves them through their phases as time passes."""
 
-    def __init__(self, world: World) -> None:
+    def __init__(self, world: Account) -> None:
         self.world = world
         self.on_change: Callable[[TrainingJob], None] | None = None
         world.timers.on(PHASE_ENDS, self._phase_ends)

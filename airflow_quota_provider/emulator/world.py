@@ -1,11 +1,8 @@
-"""Everything one emulated account holds, and the time it is there.
-
-``world.now`` is the emulated time of whatever is happening: the moment a
-timer fires while catching up, or the clock's time while a request is
-handled. Every timestamp a record gets is read from it.
+"""The emulated account with the parts that move it: what every operation is given.
 
 The account's state is its :meth:`World.tables` (each noting the records
-reached, :mod:`.tables`), ``store.last_submitted`` and ``now``.
+reached, :mod:`.tables`), ``store.last_submitted`` and ``now``
+(:mod:`.account`).
 """
 
 from __future__ import annotations
@@ -13,21 +10,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from airflow_quota_provider.emulator import attempts
+from airflow_quota_provider.emulator.account import Account
 from airflow_quota_provider.emulator.arns import Arns
-from airflow_quota_provider.emulator.clock import EmulatedClock, to_millis
+from airflow_quota_provider.emulator.clock import EmulatedClock
 from airflow_quota_provider.emulator.dispatch import Dispatcher
 from airflow_quota_provider.emulator.faults import Faults
-from airflow_quota_provider.emulator.store import Store
 from airflow_quota_provider.emulator.tables import Table
-from airflow_quota_provider.emulator.timers import Timer, Timers
 from airflow_quota_provider.emulator.training import TrainingRuntime
 
 MAX_TIMERS_PER_CATCH_UP = 1_000_000
 """More timers than this in one catch-up means a timer keeps re-arming itself at once."""
 
 
-class World:
+class World(Account):
     def __init__(
         self,
         clock: EmulatedClock,
@@ -35,19 +30,12 @@ class World:
         instance_limits: Mapping[str, int] | None = None,
         faults: Faults | None = None,
     ) -> None:
-        self.clock = clock
-        self.arns = arns
-        self.instance_limits = dict(instance_limits or {})
-        self.faults = faults or Faults()
-        self.store = Store()
-        self.timers = Timers()
+        super().__init__(clock, arns, instance_limits, faults)
         self.fired = 0
         """Timers fired so far: a request that fired none and changed nothing needs no save."""
-        self.now = clock.now()
         self.training = TrainingRuntime(self)
-        self.dispatcher = Dispatcher(self)
+        self.dispatcher = Dispatcher(self, self.training)
         self.training.on_change = self.dispatcher.training_changed
-        self.timers.on(attempts.ATTEMPT_TIMEOUT, lambda *args: attempts.time_out(self, *args))
 
     def tables(self) -> dict[str, Table[Any]]:
         """Every table the account's state is made of, by the kind of record it holds."""
@@ -68,17 +56,6 @@ class World:
     def drain_reached(self) -> dict[str, set[str]]:
         """The keys of each kind reached since the last drain: all that changed, and more."""
         return {kind: table.drain() for kind, table in self.tables().items()}
-
-    @property
-    def now_ms(self) -> int:
-        return to_millis(self.now)
-
-    def at(self, due: float, timer: Timer) -> None:
-        """Fire ``timer`` at emulated time ``due`` (at once on the next catch-up if past)."""
-        self.timers.at(due, timer)
-
-    def after(self, seconds: float, timer: Timer) -> None:
-        self.timers.at(self.now + seconds, timer)
 
     def catch_up(self) -> None:
         """Fire every timer due by the clock's time, each at its own time, then settle."""

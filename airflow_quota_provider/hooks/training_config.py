@@ -3,7 +3,7 @@
 Batch passes ``serviceRequestPayload`` to SageMaker unchecked, so a misspelt
 field would otherwise fail the job only once it is dispatched, possibly hours
 later. The check uses botocore's own input shape for SageMaker's
-``CreateTrainingJob`` (the same checker the local endpoint uses).
+``CreateTrainingJob`` (:mod:`.request_shape`, which the local endpoint uses too).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from typing import Any
 import botocore.session
 from botocore.model import Shape
 
-from airflow_quota_provider.emulator.validation import problems_of
 from airflow_quota_provider.exceptions import InvalidTrainingConfig
+from airflow_quota_provider.hooks.request_shape import problems_of
 
 
 @functools.cache

@@ -15,7 +15,7 @@ from typing import Any
 
 from airflow_quota_provider.checkpoints import described_interval
 from airflow_quota_provider.core.jobs import RunningJob
-from airflow_quota_provider.emulator.dispatch import PREEMPTION_HEADLINES
+from airflow_quota_provider.core.reasons import PREEMPTION_HEADLINES
 from airflow_quota_provider.hooks.usage import demand_of
 from airflow_quota_provider.view.jobs import task_link
 from airflow_quota_provider.view.model import PreemptionEvent

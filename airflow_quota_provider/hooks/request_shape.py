@@ -1,13 +1,17 @@
 """Checks a request against its botocore input shape, the way AWS's front door does.
 
+The hooks check a training task's ``CreateTrainingJob`` request with it before
+submitting (:mod:`.training_config`); the local endpoint checks every request
+it is sent (:mod:`airflow_quota_provider.emulator`), so both refuse alike.
+
 Every problem is collected (required members, types, enums, lengths, ranges,
 patterns, unknown members) and reported in one message in AWS's wording::
 
     2 validation errors detected: Value 'x' at 'ResourceConfig.InstanceType' failed to
     satisfy constraint: Member must satisfy enum value set: [...]; ...
 
-Unknown members are refused although some AWS services ignore them: in an
-emulator a misspelt field is a bug in the caller's DAG, better found here.
+Unknown members are refused although some AWS services ignore them: a
+misspelt field is a bug in the caller's DAG, better found here.
 """
 
 from __future__ import annotations
