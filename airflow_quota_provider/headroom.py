@@ -1,56 +1,29 @@
 """Where the capacity sensor and its trigger learn what a share could start now.
 
-A :class:`HeadroomSource` answers for one fleet: its quota config (for the
-checks that fail a sensor at once) and, per share, what it could start now,
-its own idle capacity plus what it may borrow
+A :class:`~airflow_quota_provider.headroom_source.HeadroomSource` answers for one
+fleet: its quota config (for the checks that fail a sensor at once) and, per share,
+what it could start now, its own idle capacity plus what it may borrow
 (:func:`~airflow_quota_provider.core.headroom.headroom`, one rule for every
 fleet). :class:`BatchHeadroom` reads an AWS Batch job queue;
 :class:`~airflow_quota_provider.pool_manager.headroom.PoolsHeadroom` a pools
 fleet, from Airflow's REST API.
 
 :func:`headroom_source` picks the source from the parameters the sensor and the
-trigger share (``job_queue`` or ``fleet_config``, and their connections);
-:meth:`HeadroomSource.serialize` gives them back for the triggerer. They never
-hold a secret: each source reads its connection itself, where it runs.
+trigger share (``job_queue`` or ``fleet_config``, and their connections); a source's
+``serialize`` gives them back for the triggerer. They never hold a secret: each
+source reads its connection itself, where it runs.
 """
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 from airflow_quota_provider.core.model import Backend, QueueConfig
+from airflow_quota_provider.headroom_source import HeadroomSource
 from airflow_quota_provider.pool_manager import DEFAULT_API_CONN_ID
 
 if TYPE_CHECKING:
     from airflow_quota_provider.hooks.batch import BatchQuotaHook
-
-
-class HeadroomSource(ABC):
-    """What a share of one fleet could start now; the fleet's quota config."""
-
-    backend: ClassVar[Backend]
-
-    @abstractmethod
-    def config(self) -> QueueConfig:
-        """The fleet's quota config: its capacity and shares."""
-
-    @abstractmethod
-    def headroom(self, quota_share: str) -> dict[str, int]:
-        """Units ``quota_share`` could start now (own idle plus borrowable); ``{}`` if the
-        share does not exist or is DISABLED."""
-
-    @abstractmethod
-    def serialize(self) -> dict[str, Any]:
-        """The keyword arguments of :func:`headroom_source` that rebuild this source."""
-
-    @abstractmethod
-    async def prepare(self) -> None:
-        """Get ready to answer in a trigger: read the connection on the triggerer's event
-        loop (:mod:`~airflow_quota_provider.triggers.connections`) and build the client in
-        a thread, so that :meth:`config` and :meth:`headroom` may then run in a thread
-        without asking Airflow anything. A worker needs none of it: there they read the
-        connection themselves when first asked."""
 
 
 class BatchHeadroom(HeadroomSource):
@@ -159,8 +132,8 @@ def headroom_source(
             verify=verify,
             botocore_config=botocore_config,
         )
-    # imported here: it builds on this module, and on Airflow's REST client, which a Batch
-    # fleet's sensor never needs to load
+    # imported here: it builds on Airflow's REST client, which a Batch fleet's sensor
+    # never needs to load
     from airflow_quota_provider.pool_manager.headroom import PoolsHeadroom
 
     assert fleet_config

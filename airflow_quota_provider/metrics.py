@@ -24,7 +24,7 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from airflow_quota_provider.view.model import QueueView, ShareView
+from airflow_quota_provider.core.views import QueueView, ShareView
 
 PREFIX = "quota_provider"
 GAUGES = ("used", "borrowed", "lent", "waiting")

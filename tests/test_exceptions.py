@@ -41,8 +41,10 @@ from airflow_quota_provider.exceptions import (
     UnknownQueue,
     ViewError,
 )
+from airflow_quota_provider.hooks import errors as aws_errors
+from airflow_quota_provider.hooks.errors import AwsCallFailed
 from airflow_quota_provider.sync import errors as sync_errors
-from airflow_quota_provider.sync.errors import ApplyRefused, AwsCallFailed, SyncError
+from airflow_quota_provider.sync.errors import ApplyRefused, SyncError
 
 PROBLEMS = [Problem("shares[0].borrow_limit", "must be an integer >= -1, got 'x'")]
 P4D = "ml.p4d.24xlarge"
@@ -93,7 +95,7 @@ def _errors_defined_in(*modules: ModuleType) -> set[str]:
 
 
 def test_the_table_has_every_error_of_the_package() -> None:
-    assert set(EVERY_ERROR) == _errors_defined_in(errors, sync_errors)
+    assert set(EVERY_ERROR) == _errors_defined_in(errors, sync_errors, aws_errors)
 
 
 @pytest.mark.parametrize("name", sorted(EVERY_ERROR))

@@ -33,16 +33,6 @@ MAY_USE_TESTING_TOOLS = (
     f"{PACKAGE}.cli.demo",  # `airflow-quota demo`: runs the demo
 )
 
-KNOWN_CIRCLES: frozenset[frozenset[str]] = frozenset(
-    {
-        # Each entry is a defect to remove, not an exception to keep: once a circle is
-        # gone, test_known_circles_still_exist fails until its entry is deleted here.
-        frozenset({f"{PACKAGE}.headroom", f"{PACKAGE}.pool_manager.headroom"}),
-        frozenset({f"{PACKAGE}.sync.plan", f"{PACKAGE}.sync.warnings"}),
-    }
-)
-"""Import circles that still exist, each as the set of modules in it."""
-
 
 @dataclass(frozen=True)
 class Import:
@@ -216,15 +206,9 @@ def test_production_never_imports_the_emulator_or_the_demo(imports: list[Import]
 
 
 def test_no_import_circles(graph: Graph) -> None:
-    new = [members for members in circles(graph) if members not in KNOWN_CIRCLES]
+    new = circles(graph)
     found = "\n".join(describe(graph, members) for members in new)
     assert not new, f"modules import each other in a circle:\n{found}"
-
-
-def test_known_circles_still_exist(graph: Graph) -> None:
-    gone = KNOWN_CIRCLES - set(circles(graph))
-    listed = "\n".join(_lines(sorted(members) for members in gone))
-    assert not gone, f"remove these from KNOWN_CIRCLES, they are no circle any more:\n{listed}"
 
 
 def test_the_package_is_read() -> None:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from airflow_quota_provider.cli.airflow_api import add_airflow_api_arguments, airflow_api
 from airflow_quota_provider.cli.connection import add_aws_arguments
 from airflow_quota_provider.exceptions import ViewError
-from airflow_quota_provider.sync.errors import AwsCallFailed
+from airflow_quota_provider.hooks.errors import AwsCallFailed
 
 if TYPE_CHECKING:
     from airflow_quota_provider.view.backend import QuotaBackend

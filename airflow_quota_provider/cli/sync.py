@@ -25,12 +25,13 @@ from airflow_quota_provider.cli.airflow_api import (
 )
 from airflow_quota_provider.cli.connection import AwsClientError, add_aws_arguments, aws_client
 from airflow_quota_provider.exceptions import ConfigError
+from airflow_quota_provider.hooks.errors import AwsCallFailed
 from airflow_quota_provider.pool_manager import DEFAULT_API_CONN_ID
 from airflow_quota_provider.pool_manager.fleet import Fleet
 from airflow_quota_provider.sync.apply import apply_plan
 from airflow_quota_provider.sync.aws_state import read_state
 from airflow_quota_provider.sync.changes import Change, Plan
-from airflow_quota_provider.sync.errors import ApplyRefused, AwsCallFailed
+from airflow_quota_provider.sync.errors import ApplyRefused
 from airflow_quota_provider.sync.plan import plan
 from airflow_quota_provider.sync.render import BATCH, POOLS, Wording, change_line, plan_lines
 from airflow_quota_provider.sync.target import SyncTarget, load_target

@@ -11,8 +11,9 @@ from typing import Any
 from airflow_quota_provider.checkpoints import DEFAULT_CHECKPOINT_INTERVAL
 from airflow_quota_provider.cli.replay import number_type
 from airflow_quota_provider.cli.sync import batch_client
+from airflow_quota_provider.hooks.errors import AwsCallFailed, aws_call
+from airflow_quota_provider.hooks.paging import all_items
 from airflow_quota_provider.simulation.trace_export import export_jobs
-from airflow_quota_provider.sync.errors import AwsCallFailed
 
 _SINCE = re.compile(r"(\d+)([smhd])")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -72,29 +73,21 @@ def add_parser(commands: Any) -> None:
 
 def _described(batch: Any, job_queue: str, since_ms: int) -> list[dict[str, Any]]:
     """Every service job of ``job_queue`` created after ``since_ms``, described."""
-    params: dict[str, Any] = {
-        "jobQueue": job_queue,
-        "filters": [{"name": "AFTER_CREATED_AT", "values": [str(since_ms)]}],
-    }
-    jobs = []
-    while True:
-        page = batch.list_service_jobs(**params)
-        for summary in page.get("jobSummaryList", []):
-            jobs.append(batch.describe_service_job(jobId=summary["jobId"]))
-        token = page.get("nextToken")
-        if not token:
-            return jobs
-        params["nextToken"] = token
+    since = [{"name": "AFTER_CREATED_AT", "values": [str(since_ms)]}]
+    with aws_call("ListServiceJobs"):
+        summaries = list(
+            all_items(batch, "ListServiceJobs", "jobSummaryList", jobQueue=job_queue, filters=since)
+        )
+    with aws_call("DescribeServiceJob"):
+        return [batch.describe_service_job(jobId=summary["jobId"]) for summary in summaries]
 
 
 def run_export(args: argparse.Namespace) -> int:
-    from botocore.exceptions import BotoCoreError, ClientError
-
     now_ms = int(time.time() * 1000)
     try:
         batch = batch_client(args)
         jobs = _described(batch, args.job_queue, now_ms - int(args.since * 1000))
-    except (AwsCallFailed, BotoCoreError, ClientError) as error:
+    except AwsCallFailed as error:
         print(f"error: reading the service jobs of {args.job_queue}: {error}", file=sys.stderr)
         return 1
     export = export_jobs(jobs, args.checkpoint_interval)

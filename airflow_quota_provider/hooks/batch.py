@@ -11,16 +11,10 @@ from airflow.providers.amazon.aws.utils.connection_wrapper import AwsConnectionW
 from airflow_quota_provider.core.headroom import headroom
 from airflow_quota_provider.core.model import QueueConfig
 from airflow_quota_provider.core.occupancy import Occupancy, occupancy
-from airflow_quota_provider.hooks.usage import (
-    HOLDING_STATUSES,
-    queue_config_from_aws,
-    usage_from_jobs,
-)
-
-ACTIVE_STATUSES = ("SUBMITTED", "PENDING", "RUNNABLE", "SCHEDULED", "STARTING", "RUNNING")
-"""Statuses of a service job that has not ended."""
-
-TERMINAL_STATUSES = ("SUCCEEDED", "FAILED")
+from airflow_quota_provider.hooks.batch_statuses import HOLDING_STATUSES
+from airflow_quota_provider.hooks.paging import all_items
+from airflow_quota_provider.hooks.sagemaker import sagemaker_client
+from airflow_quota_provider.hooks.usage import queue_config_from_aws, usage_from_jobs
 
 
 class BatchQuotaHook(AwsBaseHook):
@@ -74,7 +68,7 @@ class BatchQuotaHook(AwsBaseHook):
             params["jobStatus"] = job_status
         if filters:
             params["filters"] = filters
-        return self._all_pages("list_service_jobs", "jobSummaryList", **params)
+        return self._all_pages("ListServiceJobs", "jobSummaryList", **params)
 
     def update_service_job_priority(self, job_id: str, priority: int) -> dict[str, Any]:
         return self._call("update_service_job", jobId=job_id, schedulingPriority=priority)
@@ -112,11 +106,11 @@ class BatchQuotaHook(AwsBaseHook):
 
     def list_job_queues(self) -> list[dict[str, Any]]:
         """Every job queue of the account and region (``DescribeJobQueues``, all pages)."""
-        return self._all_pages("describe_job_queues", "jobQueues")
+        return self._all_pages("DescribeJobQueues", "jobQueues")
 
     def list_scheduling_policies(self) -> list[dict[str, Any]]:
         """The ARN of every scheduling policy (``ListSchedulingPolicies``, all pages)."""
-        return self._all_pages("list_scheduling_policies", "schedulingPolicies")
+        return self._all_pages("ListSchedulingPolicies", "schedulingPolicies")
 
     def describe_scheduling_policies(self, *arns: str) -> list[dict[str, Any]]:
         answer = self._call("describe_scheduling_policies", arns=list(arns))
@@ -127,11 +121,11 @@ class BatchQuotaHook(AwsBaseHook):
         return self._call("describe_quota_share", quotaShareArn=quota_share_arn)
 
     def list_quota_shares(self, job_queue: str) -> list[dict[str, Any]]:
-        return self._all_pages("list_quota_shares", "quotaShares", jobQueue=job_queue)
+        return self._all_pages("ListQuotaShares", "quotaShares", jobQueue=job_queue)
 
     def describe_job_queue(self, job_queue: str) -> dict[str, Any]:
         """The job queue named ``job_queue`` (name or ARN); ``ValueError`` if there is none."""
-        queues = self._all_pages("describe_job_queues", "jobQueues", jobQueues=[job_queue])
+        queues = self._all_pages("DescribeJobQueues", "jobQueues", jobQueues=[job_queue])
         if not queues:
             raise ValueError(f"job queue {job_queue} does not exist")
         return queues[0]
@@ -139,7 +133,7 @@ class BatchQuotaHook(AwsBaseHook):
     def describe_service_environments(self, *environments: str) -> list[dict[str, Any]]:
         """The named service environments (names or ARNs); all of them when none is named."""
         params = {"serviceEnvironments": list(environments)} if environments else {}
-        return self._all_pages("describe_service_environments", "serviceEnvironments", **params)
+        return self._all_pages("DescribeServiceEnvironments", "serviceEnvironments", **params)
 
     def get_job_queue_snapshot(self, job_queue: str) -> dict[str, Any]:
         return self._call("get_job_queue_snapshot", jobQueue=job_queue)
@@ -181,7 +175,7 @@ class BatchQuotaHook(AwsBaseHook):
         up (``ListTrainingJobs`` ``NameContains``, which ignores case) when the
         lowercased name is not found as is.
         """
-        sagemaker = self._sagemaker()
+        sagemaker = sagemaker_client(self)
         name = training_job_arn.rsplit("/", 1)[-1]
         try:
             answer = sagemaker.describe_training_job(TrainingJobName=name)
@@ -194,15 +188,6 @@ class BatchQuotaHook(AwsBaseHook):
         reason = answer.get("FailureReason")
         return str(reason) if reason else None
 
-    def _sagemaker(self) -> Any:
-        session = self.get_session(region_name=self.region_name)
-        return session.client(
-            "sagemaker",
-            endpoint_url=self.conn_config.get_service_endpoint_url(service_name="sagemaker"),
-            config=self._get_config(None),
-            verify=self.verify,
-        )
-
     # -- plumbing -------------------------------------------------------------------
 
     def _call(self, method: str, **params: Any) -> dict[str, Any]:
@@ -210,8 +195,5 @@ class BatchQuotaHook(AwsBaseHook):
         answer.pop("ResponseMetadata", None)
         return answer
 
-    def _all_pages(self, method: str, key: str, **params: Any) -> list[dict[str, Any]]:
-        items: list[dict[str, Any]] = []
-        for page in self.conn.get_paginator(method).paginate(**params):
-            items.extend(page.get(key) or ())
-        return items
+    def _all_pages(self, operation: str, key: str, **params: Any) -> list[dict[str, Any]]:
+        return list(all_items(self.conn, operation, key, **params))

@@ -17,9 +17,7 @@ from airflow_quota_provider.core.model import (
     ShareState,
     Sharing,
 )
-
-HOLDING_STATUSES = ("SCHEDULED", "STARTING", "RUNNING")
-"""Statuses in which a service job holds its capacity."""
+from airflow_quota_provider.hooks.batch_statuses import HOLDING_STATUSES
 
 
 def share_from_aws(share: Mapping[str, Any]) -> Share:

@@ -17,7 +17,8 @@ from airflow_quota_provider.exceptions import (
     ServiceJobPreempted,
     ServiceJobTimeout,
 )
-from airflow_quota_provider.hooks.batch import TERMINAL_STATUSES, BatchQuotaHook
+from airflow_quota_provider.hooks.batch import BatchQuotaHook
+from airflow_quota_provider.hooks.batch_statuses import TERMINAL_STATUSES
 from airflow_quota_provider.hooks.submission import TaskIdentity, build_request, check_admission
 from airflow_quota_provider.links.batch_quota import ServiceJobLink, TrainingJobLink
 from airflow_quota_provider.operators.worker_wait import checked_poll_failures, wait_in_worker

@@ -20,7 +20,7 @@ from airflow_quota_provider.config_file import load_config
 from airflow_quota_provider.core.headroom import headroom, usage_of
 from airflow_quota_provider.core.model import Backend, QueueConfig
 from airflow_quota_provider.exceptions import ConfigError, Problem
-from airflow_quota_provider.headroom import HeadroomSource
+from airflow_quota_provider.headroom_source import HeadroomSource
 from airflow_quota_provider.pool_manager import DEFAULT_API_CONN_ID
 from airflow_quota_provider.pool_manager.decide import running_jobs
 from airflow_quota_provider.pool_manager.fleet import Fleet

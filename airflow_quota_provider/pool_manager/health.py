@@ -13,10 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from airflow_quota_provider.config_file import config_of_text
+from airflow_quota_provider.core.times import when
 from airflow_quota_provider.exceptions import ConfigError
 from airflow_quota_provider.pool_manager.fleet import Fleet
 from airflow_quota_provider.pool_manager.heartbeat import STALE_AFTER_INTERVALS, Heartbeat
-from airflow_quota_provider.view.text import when
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@
 (:class:`~airflow_quota_provider.view.backend.QuotaBackend`) for a config with
 ``backend: airflow_pools``: it reads the managed pools' task instances, asks the
 core exactly as the manager does (so the reasons are the manager's), and
-builds a :class:`~airflow_quota_provider.view.model.QueueView`. Preemptions
+builds a :class:`~airflow_quota_provider.core.views.QueueView`. Preemptions
 come from the manager's database.
 
 In the view's words a task that waits for a slot is ``RUNNABLE``; one that
@@ -22,6 +22,16 @@ from dataclasses import replace
 from pathlib import Path
 
 from airflow_quota_provider.core import Wait
+from airflow_quota_provider.core.views import (
+    Explanation,
+    JobView,
+    NextVictim,
+    PreemptionEvent,
+    QueueSummary,
+    QueueView,
+    TaskLink,
+    UnitCapacity,
+)
 from airflow_quota_provider.exceptions import ViewError
 from airflow_quota_provider.hooks.submission import TaskIdentity
 from airflow_quota_provider.pool_manager.decide import PoolPlan, running_jobs
@@ -39,16 +49,6 @@ from airflow_quota_provider.pool_manager.store import PreemptionRow, Store
 from airflow_quota_provider.pool_manager.tasks import PoolTask, TaskKey, TaskState
 from airflow_quota_provider.view.explain import explain
 from airflow_quota_provider.view.jobs import PREEMPTING, task_link
-from airflow_quota_provider.view.model import (
-    Explanation,
-    JobView,
-    NextVictim,
-    PreemptionEvent,
-    QueueSummary,
-    QueueView,
-    TaskLink,
-    UnitCapacity,
-)
 from airflow_quota_provider.view.victims import next_victims
 
 _STATUS = {

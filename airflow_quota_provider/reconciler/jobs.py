@@ -19,9 +19,10 @@ from collections.abc import Callable, Iterator, Mapping
 from email.utils import parsedate_to_datetime
 from typing import Any, Protocol
 
-from botocore.exceptions import BotoCoreError, ClientError
-
 from airflow_quota_provider.core.orphans import ExternalJob
+from airflow_quota_provider.hooks.batch_statuses import ACTIVE_STATUSES
+from airflow_quota_provider.hooks.errors import AwsCallFailed, aws_call
+from airflow_quota_provider.hooks.paging import all_items
 from airflow_quota_provider.hooks.submission import TaskIdentity
 from airflow_quota_provider.hooks.training_tries import TrainingTries
 
@@ -29,12 +30,13 @@ log = logging.getLogger(__name__)
 
 OurJob = ExternalJob[TaskIdentity]
 
-SERVICE_JOB_STATUSES = ("SUBMITTED", "PENDING", "RUNNABLE", "SCHEDULED", "STARTING", "RUNNING")
-"""AWS Batch statuses of a service job that is not over."""
+PAGE_SIZE = 100
+"""Service job summaries asked for per ``ListServiceJobs`` page."""
 
 
-class JobsUnknown(RuntimeError):
-    """The jobs could not be listed, or one could not be stopped."""
+class JobsUnknown(AwsCallFailed):
+    """The jobs could not be listed, or one could not be stopped: ``operation`` says which
+    call (and of what), ``code`` and ``message`` what AWS answered."""
 
 
 class JobSource(Protocol):
@@ -86,44 +88,43 @@ class ServiceJobs:
     def live(self) -> list[OurJob]:
         jobs: list[OurJob] = []
         for job_id in self._job_ids():
-            try:
-                job = self.batch.describe_service_job(jobId=job_id)
-            except ClientError as error:
-                if error.response["Error"]["Code"] == "ClientException":
-                    continue  # gone in between
-                raise JobsUnknown(f"DescribeServiceJob {job_id}: {error}") from None
-            except BotoCoreError as error:
-                raise JobsUnknown(f"DescribeServiceJob {job_id}: {error}") from None
+            job = self._described(job_id)
+            if job is None:
+                continue
             identity = TaskIdentity.from_tags(job.get("tags") or {})
-            if identity is not None and job.get("status") in SERVICE_JOB_STATUSES:
+            if identity is not None and job.get("status") in ACTIVE_STATUSES:
                 created = float(job.get("createdAt") or 0) / 1000  # epoch milliseconds
                 created = on_our_clock(created, answered_at(job), self.clock())
                 jobs.append(ExternalJob("service job", job_id, identity, created))
         return jobs
 
     def stop(self, job: OurJob, reason: str) -> None:
-        try:
+        with aws_call(f"TerminateServiceJob {job.job_id}", JobsUnknown):
             self.batch.terminate_service_job(jobId=job.job_id, reason=reason[:256])
-        except (ClientError, BotoCoreError) as error:
-            raise JobsUnknown(f"TerminateServiceJob {job.job_id}: {error}") from None
+
+    def _described(self, job_id: str) -> dict[str, Any] | None:
+        """``DescribeServiceJob``; ``None`` if the job is gone in between."""
+        try:
+            with aws_call(f"DescribeServiceJob {job_id}", JobsUnknown):
+                return dict(self.batch.describe_service_job(jobId=job_id))
+        except JobsUnknown as error:
+            if error.code == "ClientException":
+                return None
+            raise
 
     def _job_ids(self) -> Iterator[str]:
         for queue in self.job_queues:
-            for status in SERVICE_JOB_STATUSES:
-                token: str | None = None
-                while True:
-                    extra = {"nextToken": token} if token else {}
-                    try:
-                        page = self.batch.list_service_jobs(
-                            jobQueue=queue, jobStatus=status, maxResults=100, **extra
-                        )
-                    except (ClientError, BotoCoreError) as error:
-                        raise JobsUnknown(f"ListServiceJobs of {queue}: {error}") from None
-                    for summary in page.get("jobSummaryList", ()):
+            with aws_call(f"ListServiceJobs of {queue}", JobsUnknown):
+                for status in ACTIVE_STATUSES:
+                    for summary in all_items(
+                        self.batch,
+                        "ListServiceJobs",
+                        "jobSummaryList",
+                        jobQueue=queue,
+                        jobStatus=status,
+                        PaginationConfig={"PageSize": PAGE_SIZE},
+                    ):
                         yield str(summary["jobId"])
-                    token = page.get("nextToken")
-                    if not token:
-                        break
 
 
 class TrainingJobs:
@@ -143,14 +144,9 @@ class TrainingJobs:
     def live(self) -> list[OurJob]:
         jobs: list[OurJob] = []
         for name, arn, created in self._in_progress():
-            try:
-                tags = TrainingTries(self.sagemaker).tags(arn)
-            except ClientError as error:
-                if error.response["Error"]["Code"] == "ValidationException":
-                    continue  # gone in between
-                raise JobsUnknown(f"ListTags of {name}: {error}") from None
-            except BotoCoreError as error:
-                raise JobsUnknown(f"ListTags of {name}: {error}") from None
+            tags = self._tags(name, arn)
+            if tags is None:
+                continue
             identity = TaskIdentity.from_tags(tags)
             try_number = identity.try_of(name) if identity else None
             if identity is not None and try_number is not None:
@@ -159,24 +155,27 @@ class TrainingJobs:
 
     def stop(self, job: OurJob, reason: str) -> None:
         try:
-            self.sagemaker.stop_training_job(TrainingJobName=job.job_id)
-        except ClientError as error:
-            if error.response["Error"]["Code"] in ("ValidationException", "ResourceNotFound"):
-                return  # stopped or ended in between
-            raise JobsUnknown(f"StopTrainingJob {job.job_id}: {error}") from None
-        except BotoCoreError as error:
-            raise JobsUnknown(f"StopTrainingJob {job.job_id}: {error}") from None
+            with aws_call(f"StopTrainingJob {job.job_id}", JobsUnknown):
+                self.sagemaker.stop_training_job(TrainingJobName=job.job_id)
+        except JobsUnknown as error:
+            if error.code not in ("ValidationException", "ResourceNotFound"):
+                raise
+            # stopped or ended in between
+
+    def _tags(self, name: str, arn: str) -> dict[str, str] | None:
+        """The job's tags; ``None`` if the job is gone in between."""
+        try:
+            with aws_call(f"ListTags of {name}", JobsUnknown):
+                return TrainingTries(self.sagemaker).tags(arn)
+        except JobsUnknown as error:
+            if error.code == "ValidationException":
+                return None
+            raise
 
     def _in_progress(self) -> Iterator[tuple[str, str, float]]:
-        pages = TrainingTries(self.sagemaker).pages(StatusEquals="InProgress")
-        while True:
-            try:
-                page = next(pages)
-            except StopIteration:
-                return
-            except (ClientError, BotoCoreError) as error:
-                raise JobsUnknown(f"ListTrainingJobs: {error}") from None
-            answered, now = answered_at(page), self.clock()
-            for summary in page.get("TrainingJobSummaries", ()):
-                created = on_our_clock(summary["CreationTime"].timestamp(), answered, now)
-                yield str(summary["TrainingJobName"]), str(summary["TrainingJobArn"]), created
+        with aws_call("ListTrainingJobs", JobsUnknown):
+            for page in TrainingTries(self.sagemaker).pages(StatusEquals="InProgress"):
+                answered, now = answered_at(page), self.clock()
+                for summary in page.get("TrainingJobSummaries", ()):
+                    created = on_our_clock(summary["CreationTime"].timestamp(), answered, now)
+                    yield str(summary["TrainingJobName"]), str(summary["TrainingJobArn"]), created

@@ -1,8 +1,8 @@
 """Read what AWS Batch has now for a sync target: Describe and List calls, every page.
 
 The result is the plain dicts Batch answers with, in an
-:class:`~airflow_quota_provider.sync.plan.AwsState` for the pure planner.
-A failed call raises :class:`~airflow_quota_provider.sync.errors.AwsCallFailed`.
+:class:`~airflow_quota_provider.sync.snapshot.AwsState` for the pure planner.
+A failed call raises :class:`~airflow_quota_provider.hooks.errors.AwsCallFailed`.
 """
 
 from __future__ import annotations
@@ -10,14 +10,12 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from botocore import xform_name
-
-from airflow_quota_provider.sync.errors import aws_call
-from airflow_quota_provider.sync.plan import AwsState
+from airflow_quota_provider.hooks.batch_statuses import ACTIVE_STATUSES
+from airflow_quota_provider.hooks.errors import aws_call
+from airflow_quota_provider.hooks.paging import all_items
 from airflow_quota_provider.sync.shapes import named
+from airflow_quota_provider.sync.snapshot import AwsState
 from airflow_quota_provider.sync.target import SyncTarget
-
-UNFINISHED_STATUSES = ("SUBMITTED", "PENDING", "RUNNABLE", "SCHEDULED", "STARTING", "RUNNING")
 
 
 def read_state(batch: Any, target: SyncTarget) -> AwsState:
@@ -80,7 +78,7 @@ def _describe_policy(batch: Any, arn: str) -> dict[str, Any] | None:
 
 def _unfinished_jobs(batch: Any, queue: str) -> list[dict[str, Any]]:
     jobs: list[dict[str, Any]] = []
-    for status in UNFINISHED_STATUSES:
+    for status in ACTIVE_STATUSES:
         jobs.extend(
             _pages(batch, "ListServiceJobs", "jobSummaryList", jobQueue=queue, jobStatus=status)
         )
@@ -88,11 +86,9 @@ def _unfinished_jobs(batch: Any, queue: str) -> list[dict[str, Any]]:
 
 
 def _pages(batch: Any, operation: str, key: str, **params: Any) -> Iterator[dict[str, Any]]:
-    """Every item under ``key`` of every page of ``operation``."""
-    paginator = batch.get_paginator(xform_name(operation))
+    """Every item under ``key`` of every page of ``operation``; its errors in our words."""
     with aws_call(operation):
-        for page in paginator.paginate(**params):
-            yield from page.get(key) or ()
+        yield from all_items(batch, operation, key, **params)
 
 
 def _first(items: Iterator[dict[str, Any]], key: str, name: str) -> dict[str, Any] | None:

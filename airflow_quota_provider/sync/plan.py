@@ -1,8 +1,9 @@
 """The sync planner: from the target and what AWS has now, the ordered changes to make.
 
 Pure: AWS's state comes in as the plain dicts Batch's Describe/List calls
-return (:class:`AwsState`, read by :mod:`airflow_quota_provider.sync.aws_state`)
-and the result is a :class:`~airflow_quota_provider.sync.changes.Plan`.
+return (:class:`~airflow_quota_provider.sync.snapshot.AwsState`, read by
+:mod:`airflow_quota_provider.sync.aws_state`) and the result is a
+:class:`~airflow_quota_provider.sync.changes.Plan`.
 
 The calls are ordered by dependency, in phases:
 
@@ -24,9 +25,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from airflow_quota_provider.hooks.batch_statuses import HOLDING_STATUSES
 from airflow_quota_provider.sync.capacity import CapacityDiff, InUse
 from airflow_quota_provider.sync.changes import (
     ENVIRONMENT,
@@ -45,30 +46,11 @@ from airflow_quota_provider.sync.shapes import (
     show_capacity,
 )
 from airflow_quota_provider.sync.share_plan import plan_shares
+from airflow_quota_provider.sync.snapshot import AwsState
 from airflow_quota_provider.sync.target import SyncTarget
 from airflow_quota_provider.sync.warnings import state_warnings, unsupported_settings
 
 SAGEMAKER_TRAINING = "SAGEMAKER_TRAINING"
-HOLDING_STATUSES = ("SCHEDULED", "STARTING", "RUNNING")
-"""Statuses in which a service job holds capacity (``capacityUsage``)."""
-
-
-@dataclass(frozen=True)
-class AwsState:
-    """What AWS has now, as Batch answers; ``None`` where a resource does not exist.
-
-    :param policy: the scheduling policy with the target's name.
-    :param queue_policy: the scheduling policy the job queue uses now, if it has one.
-    :param shares: the job queue's ListQuotaShares items.
-    :param jobs: the job queue's ListServiceJobs summaries that have not ended.
-    """
-
-    environment: Mapping[str, Any] | None = None
-    policy: Mapping[str, Any] | None = None
-    queue: Mapping[str, Any] | None = None
-    queue_policy: Mapping[str, Any] | None = None
-    shares: Sequence[Mapping[str, Any]] = ()
-    jobs: Sequence[Mapping[str, Any]] = ()
 
 
 def plan(target: SyncTarget, state: AwsState) -> Plan:

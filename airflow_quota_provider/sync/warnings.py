@@ -15,7 +15,7 @@ from airflow_quota_provider.core.model import IdleAssignment, QueueConfig, Victi
 from airflow_quota_provider.exceptions import Problem
 
 if TYPE_CHECKING:
-    from airflow_quota_provider.sync.plan import AwsState
+    from airflow_quota_provider.sync.snapshot import AwsState
     from airflow_quota_provider.sync.target import SyncTarget
 
 _NOT_APPLIED = "is not applied: AWS Batch has no field for it"

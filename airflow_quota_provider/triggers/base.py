@@ -11,11 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.triggers.base import BaseTrigger
 
+from airflow_quota_provider.hooks.sagemaker import sagemaker_hook
 from airflow_quota_provider.triggers.connections import aws_hook, aws_hook_arguments
 
 if TYPE_CHECKING:
-    from airflow.providers.amazon.aws.hooks.sagemaker import SageMakerHook
-
     from airflow_quota_provider.hooks.batch import BatchQuotaHook
 
 
@@ -24,13 +23,6 @@ def batch_quota_hook(**arguments: Any) -> BatchQuotaHook:
     from airflow_quota_provider.hooks.batch import BatchQuotaHook
 
     return BatchQuotaHook(**arguments)
-
-
-def sagemaker_hook(**arguments: Any) -> SageMakerHook:
-    """The amazon provider's ``SageMakerHook``, imported here."""
-    from airflow.providers.amazon.aws.hooks.sagemaker import SageMakerHook
-
-    return SageMakerHook(**arguments)  # type: ignore[no-untyped-call]
 
 
 class QuotaBaseTrigger(BaseTrigger):
@@ -77,6 +69,7 @@ class QuotaBaseTrigger(BaseTrigger):
         return await aws_hook(batch_quota_hook, **self._hook_arguments())
 
     async def sagemaker(self) -> Any:
-        """A boto3 SageMaker client of the same connection (thread-safe, shared)."""
+        """A boto3 SageMaker client of the same connection (thread-safe, shared): the
+        one :mod:`~airflow_quota_provider.hooks.sagemaker` makes, built in a thread."""
         hook = await aws_hook(sagemaker_hook, **self._hook_arguments())
         return hook.conn

@@ -31,7 +31,7 @@ class QuotaCapacityTrigger(BaseTrigger):
     ``fleet_config``, as for
     :func:`~airflow_quota_provider.headroom.headroom_source`, which reads it. Its connection
     is read on the event loop, once
-    (:meth:`~airflow_quota_provider.headroom.HeadroomSource.prepare`), and each check runs
+    (:meth:`~airflow_quota_provider.headroom_source.HeadroomSource.prepare`), and each check runs
     in a thread; the serialized trigger holds no secret.
 
     :param quota_share: the share that would run the work.

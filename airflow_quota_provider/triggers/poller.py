@@ -28,6 +28,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from airflow_quota_provider.hooks.batch_statuses import ACTIVE_STATUSES, WAITING_STATUSES
 from airflow_quota_provider.triggers.progress import Position, position_in
 
 if TYPE_CHECKING:
@@ -125,9 +126,6 @@ class QueuePoller:
 
     async def poll_once(self) -> None:
         hook = await self._get_hook()
-        # imported with the hook, in a thread: here it is only looked up
-        from airflow_quota_provider.hooks.batch import ACTIVE_STATUSES
-
         job_queue = self.key[0]
         summaries: dict[str, Mapping[str, Any]] = {}
         for status in ACTIVE_STATUSES:
@@ -172,7 +170,6 @@ class QueuePoller:
         return self._hook
 
 
-_WAITING = ("SUBMITTED", "PENDING", "RUNNABLE")
 _FROM_SUMMARY = ("status", "statusReason", "startedAt")
 """What a summary tells as well as a description, and fresher than the last one."""
 
@@ -182,7 +179,7 @@ def _fingerprint(summary: Mapping[str, Any] | None) -> tuple[Any, ...]:
     if summary is None:
         return ("ended",)
     latest = ((summary.get("latestAttempt") or {}).get("serviceResourceId") or {}).get("value")
-    return (latest, summary.get("status") in _WAITING)
+    return (latest, summary.get("status") in WAITING_STATUSES)
 
 
 def _offer(queue: Subscriber, update: Update) -> None:

@@ -22,10 +22,7 @@ from typing import Annotated, Any, Literal, TypeVar
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query
 from fastapi.responses import HTMLResponse, Response
 
-from airflow_quota_provider.exceptions import AmbiguousJob, UnknownJob, UnknownQueue, ViewError
-from airflow_quota_provider.sync.errors import AwsCallFailed
-from airflow_quota_provider.view.backend import QuotaBackend
-from airflow_quota_provider.view.model import (
+from airflow_quota_provider.core.views import (
     Explanation,
     JobView,
     PreemptionEvent,
@@ -34,6 +31,9 @@ from airflow_quota_provider.view.model import (
     UnitCapacity,
     UtilizationPoint,
 )
+from airflow_quota_provider.exceptions import AmbiguousJob, UnknownJob, UnknownQueue, ViewError
+from airflow_quota_provider.hooks.errors import AwsCallFailed
+from airflow_quota_provider.view.backend import QuotaBackend
 
 API = "/api/v1"
 STATIC = {"app.js": "text/javascript", "app.css": "text/css"}

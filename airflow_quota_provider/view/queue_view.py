@@ -13,16 +13,7 @@ from typing import Any
 
 from airflow_quota_provider.core.model import UNLIMITED_BORROW, QueueConfig, Share
 from airflow_quota_provider.core.occupancy import Occupancy, occupancy
-from airflow_quota_provider.hooks.usage import HOLDING_STATUSES, demand_of, usage_from_jobs
-from airflow_quota_provider.view.events import preemption_events
-from airflow_quota_provider.view.jobs import (
-    borrowing_jobs,
-    running_job,
-    split_reason,
-    started_at,
-    task_link,
-)
-from airflow_quota_provider.view.model import (
+from airflow_quota_provider.core.views import (
     JobView,
     NextVictim,
     PreemptionEvent,
@@ -30,6 +21,16 @@ from airflow_quota_provider.view.model import (
     ShareUnit,
     ShareView,
     UnitCapacity,
+)
+from airflow_quota_provider.hooks.batch_statuses import HOLDING_STATUSES
+from airflow_quota_provider.hooks.usage import demand_of, usage_from_jobs
+from airflow_quota_provider.view.events import preemption_events
+from airflow_quota_provider.view.jobs import (
+    borrowing_jobs,
+    running_job,
+    split_reason,
+    started_at,
+    task_link,
 )
 from airflow_quota_provider.view.utilization import utilization
 from airflow_quota_provider.view.victims import next_victims

@@ -8,17 +8,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
-from airflow_quota_provider.view.explain import instances
-from airflow_quota_provider.view.jobs import PREEMPTING
-from airflow_quota_provider.view.model import (
+from airflow_quota_provider.core.times import duration, when
+from airflow_quota_provider.core.views import (
     Explanation,
     JobView,
     PreemptionEvent,
     QueueView,
     ShareView,
 )
+from airflow_quota_provider.view.explain import instances
+from airflow_quota_provider.view.jobs import PREEMPTING
 
 UNIT_COLUMNS = ("UNIT", "OWNED", "USED", "OWN", "BORROWED", "LENT", "IDLE", "LIMIT")
 
@@ -169,16 +169,3 @@ def _visible(text: str) -> int:
         elif not escape:
             length += 1
     return length
-
-
-def when(millis: int) -> str:
-    moment = datetime.fromtimestamp(millis / 1000, tz=UTC)
-    return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
-
-
-def duration(seconds: float) -> str:
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from airflow_quota_provider.core import QueueConfig, QueueState, RunningJob, WaitingJob, schedule
 from airflow_quota_provider.core.model import MAX_PRIORITY
 from airflow_quota_provider.core.occupancy import Occupancy
-from airflow_quota_provider.view.model import NextVictim
+from airflow_quota_provider.core.views import NextVictim
 
 ASKING = "reclaim-by-{share}"
 """The id of the hypothetical job a lending share submits in the question."""

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from airflow_quota_provider.core.model import QueueConfig, Share, Sharing
-from airflow_quota_provider.sync.plan import AwsState
 from airflow_quota_provider.sync.shapes import spec_from_share
+from airflow_quota_provider.sync.snapshot import AwsState
 from airflow_quota_provider.sync.target import SyncTarget
 
 P4D = "ml.p4d.24xlarge"

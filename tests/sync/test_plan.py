@@ -10,8 +10,9 @@ import pytest
 from airflow_quota_provider.core.model import IdleAssignment, ShareState, Sharing, VictimOrder
 from airflow_quota_provider.exceptions import Problem
 from airflow_quota_provider.sync.changes import Change, PolicyArn
-from airflow_quota_provider.sync.plan import AwsState, plan
+from airflow_quota_provider.sync.plan import plan
 from airflow_quota_provider.sync.render import plan_lines
+from airflow_quota_provider.sync.snapshot import AwsState
 from airflow_quota_provider.sync.target import SyncTarget
 from tests.sync.builders import (
     ARN,

@@ -1,4 +1,5 @@
-"""What the GPU Quotas view and ``airflow-quota status`` show, as plain frozen records.
+"""The read model: what the GPU Quotas view, ``airflow-quota status`` and the metrics show
+of a fleet, as plain frozen records.
 
 The same records are the JSON of the view's API (FastAPI documents them in
 its OpenAPI schema) and of ``airflow-quota status --json``. Times are epoch
