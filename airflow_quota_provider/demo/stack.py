@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import secrets
-import socket
 import subprocess
 import sys
 import urllib.parse
@@ -24,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from airflow_quota_provider.demo.airflow_api import AirflowApi
+from airflow_quota_provider.demo.ports import free_port
 from airflow_quota_provider.demo.processes import Managed, Processes, tail, wait_for
 
 AIRFLOW_COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
@@ -78,8 +77,8 @@ class Stack:
     def __init__(self, settings: StackSettings, processes: Processes) -> None:
         self.settings = settings
         self.processes = processes
-        self.emulator_url = f"http://127.0.0.1:{_free_port()}"
-        self.api_url = f"http://127.0.0.1:{settings.api_port or _free_port()}"
+        self.emulator_url = f"http://127.0.0.1:{free_port()}"
+        self.api_url = f"http://127.0.0.1:{settings.api_port or free_port()}"
         self.api = AirflowApi(self.api_url, settings.username, settings.password)
         self.env = self._airflow_env()
         self._log_offsets: dict[str, int] = {}
@@ -154,7 +153,7 @@ class Stack:
             *("--celery-hostname", f"{name}@%h"),
         ]
         # each worker serves its tasks' logs on a port of its own
-        port = {"AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(_free_port())}
+        port = {"AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(free_port())}
         self._log_offsets[name] = _size(self.processes.log_dir / f"{name}.log")
         return self.processes.start(
             name, command, {**self.env, **port, **(env or {})}, cwd=self.settings.workdir
@@ -271,8 +270,8 @@ class Stack:
                 "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
                 # the workers' and the triggerer's log servers: not the fixed defaults,
                 # which a second Airflow on this machine would hold already
-                "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(_free_port()),
-                "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT": str(_free_port()),
+                "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(free_port()),
+                "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT": str(free_port()),
                 "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "1",
                 "AIRFLOW__QUOTA_PROVIDER__POLL_INTERVAL": f"{settings.poll_interval:g}",
                 # at an accelerated clock the GPU Quotas view must not lag behind
@@ -296,23 +295,6 @@ class Stack:
             )
         env.update(settings.extra_env)
         return env
-
-
-def _free_port() -> int:
-    """A port free now, picked at random from a wide range.
-
-    The processes bind it seconds later; a random pick (rather than the
-    kernel's next ephemeral port) keeps two stacks started at the same time on
-    one machine from being handed the same port in between.
-    """
-    while True:
-        port = random.randint(20_000, 60_999)
-        with socket.socket() as probe:
-            try:
-                probe.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        return port
 
 
 def _size(path: Path) -> int:

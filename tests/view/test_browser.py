@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -26,6 +25,7 @@ import pytest
 
 from airflow_quota_provider.config_file import load_config
 from airflow_quota_provider.core import PreemptionKind
+from airflow_quota_provider.demo.ports import free_port
 from airflow_quota_provider.pool_manager.decide import Stop
 from airflow_quota_provider.pool_manager.fleet import Fleet
 from airflow_quota_provider.pool_manager.store import Store
@@ -56,13 +56,6 @@ pytestmark = [
     pytest.mark.usefixtures("aws_env"),
     pytest.mark.slow,
 ]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @contextmanager
