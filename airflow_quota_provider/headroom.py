@@ -63,15 +63,14 @@ class BatchHeadroom(HeadroomSource):
         return self._hook
 
     def _hook_arguments(self) -> dict[str, Any]:
-        from airflow_quota_provider.triggers.connections import aws_hook_arguments
+        from airflow_quota_provider.hooks.connections import aws_hook_arguments
 
         return aws_hook_arguments(
             self.aws_conn_id, self.region_name, self.verify, self.botocore_config
         )
 
     async def prepare(self) -> None:
-        from airflow_quota_provider.triggers.base import batch_quota_hook
-        from airflow_quota_provider.triggers.connections import aws_hook
+        from airflow_quota_provider.hooks.connections import aws_hook, batch_quota_hook
 
         self._hook = await aws_hook(batch_quota_hook, **self._hook_arguments())
 

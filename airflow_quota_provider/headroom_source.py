@@ -36,7 +36,7 @@ class HeadroomSource(ABC):
     @abstractmethod
     async def prepare(self) -> None:
         """Get ready to answer in a trigger: read the connection on the triggerer's event
-        loop (:mod:`~airflow_quota_provider.triggers.connections`) and build the client in
+        loop (:mod:`~airflow_quota_provider.hooks.connections`) and build the client in
         a thread, so that :meth:`config` and :meth:`headroom` may then run in a thread
         without asking Airflow anything. A worker needs none of it: there they read the
         connection themselves when first asked."""

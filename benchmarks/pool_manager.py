@@ -55,7 +55,8 @@ from airflow_quota_provider.pool_manager.fleet import Fleet
 from airflow_quota_provider.pool_manager.gateway import AirflowGateway, Credentials
 from airflow_quota_provider.pool_manager.manager import PoolManager
 from airflow_quota_provider.pool_manager.store import Store
-from airflow_quota_provider.pool_manager.tasks import PoolTask, TaskKey, TaskState
+from airflow_quota_provider.core.task_key import TaskKey
+from airflow_quota_provider.pool_manager.tasks import PoolTask, TaskState
 
 SHARES = 20
 PER_SHARE = 100

@@ -177,6 +177,33 @@ def describe(graph: Graph, members: frozenset[str]) -> str:
     return f"circle of {len(members)} modules: {', '.join(sorted(members))}\n  for one:\n{loop}"
 
 
+def package_of(module: str) -> str:
+    """The provider's subpackage (or top-level module) that ``module`` belongs to."""
+    return ".".join(module.split(".")[:2])
+
+
+def package_graph(imports: Iterable[Import]) -> Graph:
+    """The imports between the provider's subpackages, each pair with its first import."""
+    graph: dict[str, dict[str, Import]] = {}
+    for edge in imports:
+        importer, imported = package_of(edge.importer), package_of(edge.imported)
+        if importer != imported and imported != PACKAGE:
+            graph.setdefault(importer, {}).setdefault(imported, edge)
+    return graph
+
+
+def describe_packages(graph: Graph, members: frozenset[str]) -> str:
+    """A circle of packages, with one module import for each step around it."""
+    steps, module = [], min(members)
+    for _ in range(len(members) + 1):
+        target = min(t for t in graph[module] if t in members)
+        steps.append(f"    {graph[module][target]}")
+        module = target
+        if module == min(members):
+            break
+    return f"circle of {len(members)} packages: {', '.join(sorted(members))}\n" + "\n".join(steps)
+
+
 def uses_testing_tool(edge: Import) -> bool:
     tools = tuple(f"{PACKAGE}.{tool}" for tool in TESTING_TOOLS)
     return _within(edge.imported, tools) and not _within(edge.importer, MAY_USE_TESTING_TOOLS)
@@ -209,6 +236,26 @@ def test_no_import_circles(graph: Graph) -> None:
     new = circles(graph)
     found = "\n".join(describe(graph, members) for members in new)
     assert not new, f"modules import each other in a circle:\n{found}"
+
+
+def test_no_import_circles_between_packages(imports: list[Import]) -> None:
+    graph = package_graph(imports)
+    new = circles(graph)
+    found = "\n".join(describe_packages(graph, members) for members in new)
+    assert not new, f"packages import each other in a circle:\n{found}"
+
+
+METRICS_READS = (f"{PACKAGE}.core",)
+"""What :mod:`metrics` may import of the provider: the core's read-model records."""
+
+
+def test_metrics_read_only_the_core(imports: list[Import]) -> None:
+    bad = [
+        edge
+        for edge in imports
+        if edge.importer == f"{PACKAGE}.metrics" and not _within(edge.imported, METRICS_READS)
+    ]
+    assert not bad, "metrics imports more than the core's records:\n" + "\n".join(_lines(bad))
 
 
 def test_the_package_is_read() -> None:
@@ -261,6 +308,33 @@ def test_a_sibling_imported_through_its_package_is_a_circle_with_the_init(
     graph = import_graph(package_imports(tmp_path, "pkg"))
 
     assert circles(graph) == [frozenset({"pkg.sub", "pkg.sub.one"})]
+
+
+def test_a_circle_of_packages_is_found_and_shown(tmp_path: Path) -> None:
+    _write(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/view/__init__.py": "",
+            "pkg/view/page.py": "from pkg.daemon.loop import cycle\n",
+            "pkg/daemon/__init__.py": "",
+            "pkg/daemon/loop.py": "from pkg.daemon import figures\n",
+            "pkg/daemon/figures.py": "def later() -> None:\n    from pkg.view import text\n",
+            "pkg/view/text.py": "",
+            "pkg/core.py": "",
+            "pkg/other.py": "from pkg import core\n",
+        },
+    )
+    imports = package_imports(tmp_path, "pkg")
+    graph = package_graph(imports)
+
+    assert circles(import_graph(imports)) == []  # no circle of modules
+    assert circles(graph) == [frozenset({"pkg.daemon", "pkg.view"})]
+    assert describe_packages(graph, frozenset({"pkg.daemon", "pkg.view"})) == (
+        "circle of 2 packages: pkg.daemon, pkg.view\n"
+        "    pkg.daemon.figures imports pkg.view (inside a function, line 2)\n"
+        "    pkg.view.page imports pkg.daemon.loop (line 1)"
+    )
 
 
 def test_lazy_imports_of_testing_tools_are_found(tmp_path: Path) -> None:

@@ -179,7 +179,7 @@ def _pools_backend(args: argparse.Namespace) -> QuotaBackend:
     from airflow_quota_provider.pool_manager.fleet import Fleet
     from airflow_quota_provider.pool_manager.gateway import AirflowGateway
     from airflow_quota_provider.pool_manager.store import Store
-    from airflow_quota_provider.pool_manager.view_backend import PoolsBackend
+    from airflow_quota_provider.view.pools_source import PoolsBackend
 
     try:
         config = load_config(args.config)

@@ -33,11 +33,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from airflow_quota_provider.core.task_key import TaskKey
 from airflow_quota_provider.demo.narration import Say
 from airflow_quota_provider.demo.processes import wait_for
 from airflow_quota_provider.demo.stack import Stack
 from airflow_quota_provider.demo.story import Outcome, Task
-from airflow_quota_provider.hooks.submission import TaskIdentity
 from airflow_quota_provider.hooks.training_tries import TrainingTries
 
 VISION = Task("pools_vision_pretrain", "pretrain")
@@ -106,7 +106,7 @@ class PoolsStory:
 
     def job(self, task: Task, try_number: int = 1) -> dict[str, Any] | None:
         """The training job of one try of the task, as SageMaker describes it."""
-        identity = TaskIdentity(task.dag_id, task.task_id, self.runs[task], -1)
+        identity = TaskKey(task.dag_id, self.runs[task], task.task_id, -1)
         return self.tries.job(identity.training_job_name(try_number))
 
     def wait_training(self, task: Task) -> None:

@@ -6,7 +6,7 @@ connection's region, the SageMaker endpoint of the connection's extra
 (``service_config: {sagemaker: {endpoint_url: ...}}``, else its ``endpoint_url``), the
 botocore ``config`` and ``verify``. The pools training operator has that hook as its
 own (``aws_hook_class``); a trigger builds it in a thread with :func:`sagemaker_hook`
-(:func:`~airflow_quota_provider.triggers.connections.aws_hook`); a hook of another
+(:func:`~airflow_quota_provider.hooks.connections.aws_hook`); a hook of another
 service asks for its connection's with :func:`sagemaker_client`.
 
 The amazon provider's hooks are imported only where a hook is made: Airflow imports a

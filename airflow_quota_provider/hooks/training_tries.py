@@ -2,7 +2,7 @@
 
 A task that runs SageMaker training in a pools fleet names the job of each try
 after the task instance and the try
-(:meth:`~airflow_quota_provider.hooks.submission.TaskIdentity.training_job_name`),
+(:meth:`~airflow_quota_provider.hooks.submission.TaskKey.training_job_name`),
 so a worker that died and came back finds its own job instead of creating a
 second one, the pool manager can look up a preempted try's job, and the
 reconciler can tell the task's jobs from anyone else's.
@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final
 
-from airflow_quota_provider.hooks.submission import TaskIdentity
+from airflow_quota_provider.core.task_key import TaskKey
 
 PREEMPTED_TAG: Final = "quota:preempted"
 """Set by the pool manager on a preempted try's training job: who preempted it and why."""
@@ -94,7 +94,7 @@ class TrainingTries:
         )
         return True
 
-    def earlier(self, identity: TaskIdentity, try_number: int) -> list[dict[str, Any]]:
+    def earlier(self, identity: TaskKey, try_number: int) -> list[dict[str, Any]]:
         """The training jobs of the task instance's tries before ``try_number``, oldest first
         (summaries of ``ListTrainingJobs``)."""
         if try_number <= 1:
@@ -153,7 +153,7 @@ class TrainingTries:
             job = self.job(name)
         return job
 
-    def summary(self, identity: TaskIdentity, try_number: int) -> dict[str, Any]:
+    def summary(self, identity: TaskKey, try_number: int) -> dict[str, Any]:
         """The task instance's training across its tries, for XCom: ``attempts`` (jobs
         created), ``preemptions`` (earlier tries' jobs that were stopped),
         ``training_job_arns`` (oldest first), ``queued_seconds`` (from each job's creation

@@ -12,6 +12,7 @@ from airflow.providers.amazon.aws.utils.mixins import aws_template_fields
 from airflow.providers.common.compat.sdk import conf
 
 from airflow_quota_provider.checkpoints import checkpoint_uri
+from airflow_quota_provider.core.task_key import TaskKey
 from airflow_quota_provider.exceptions import (
     InvalidTrainingConfig,
     TrainingJobError,
@@ -19,7 +20,6 @@ from airflow_quota_provider.exceptions import (
     TrainingJobTimeout,
     TrainingJobUnreadable,
 )
-from airflow_quota_provider.hooks.submission import TaskIdentity
 from airflow_quota_provider.hooks.training_config import instances_of, validate_training_config
 from airflow_quota_provider.hooks.training_tries import RUNNING_STATUSES, TrainingTries
 from airflow_quota_provider.links.batch_quota import TrainingJobLink
@@ -46,7 +46,7 @@ class PoolTrainingOperator(AwsBaseOperator[SageMakerHook]):
     The pool manager admits the task through its pool (``pool``, ``pool_slots``,
     ``priority_weight``). Each try creates its own training job, named after the
     task instance and the try
-    (:meth:`~airflow_quota_provider.hooks.submission.TaskIdentity.training_job_name`) and
+    (:meth:`~airflow_quota_provider.hooks.submission.TaskKey.training_job_name`) and
     tagged ``airflow:*``, so a worker that comes back reattaches to its try's job
     instead of creating a second one. Before a try creates its job, any earlier try's
     job still running is stopped. When the manager preempts the task (clears it), the
@@ -194,7 +194,7 @@ class PoolTrainingOperator(AwsBaseOperator[SageMakerHook]):
 
     # -- steps ----------------------------------------------------------------------
 
-    def _request(self, identity: TaskIdentity, try_number: int, name: str) -> dict[str, Any]:
+    def _request(self, identity: TaskKey, try_number: int, name: str) -> dict[str, Any]:
         config = self.training_config
         if not isinstance(config, Mapping):
             validate_training_config(config)  # says what it expected
@@ -230,7 +230,7 @@ class PoolTrainingOperator(AwsBaseOperator[SageMakerHook]):
     def _clear_the_way(
         self,
         tries: TrainingTries,
-        identity: TaskIdentity,
+        identity: TaskKey,
         try_number: int,
         request: Mapping[str, Any],
     ) -> None:
@@ -302,7 +302,7 @@ class PoolTrainingOperator(AwsBaseOperator[SageMakerHook]):
                 return follow.timed_out(self.max_wait_seconds)
 
     def _finish(
-        self, tries: TrainingTries, identity: TaskIdentity, try_number: int, event: TrainingJobEvent
+        self, tries: TrainingTries, identity: TaskKey, try_number: int, event: TrainingJobEvent
     ) -> dict[str, Any]:
         name = event["training_job_name"]
         if event["status"] != "success":
@@ -329,10 +329,10 @@ class PoolTrainingOperator(AwsBaseOperator[SageMakerHook]):
         return TrainingJobFailed(message, name, reason)
 
 
-def _identity(context: Context) -> tuple[TaskIdentity, int]:
+def _identity(context: Context) -> tuple[TaskKey, int]:
     ti = context["ti"]
     index = ti.map_index if ti.map_index is not None else -1
-    return TaskIdentity(ti.dag_id, ti.task_id, ti.run_id, index), int(ti.try_number)
+    return TaskKey(ti.dag_id, ti.run_id, ti.task_id, index), int(ti.try_number)
 
 
 def _instances_text(request: Mapping[str, Any]) -> str:

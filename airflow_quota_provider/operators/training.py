@@ -10,6 +10,7 @@ from airflow.providers.amazon.aws.utils.mixins import aws_template_fields
 from airflow.providers.common.compat.sdk import conf
 
 from airflow_quota_provider import metrics
+from airflow_quota_provider.core.task_key import TaskKey
 from airflow_quota_provider.exceptions import (
     PollingFailed,
     PreemptionRetriesExhausted,
@@ -19,7 +20,7 @@ from airflow_quota_provider.exceptions import (
 )
 from airflow_quota_provider.hooks.batch import BatchQuotaHook
 from airflow_quota_provider.hooks.batch_statuses import TERMINAL_STATUSES
-from airflow_quota_provider.hooks.submission import TaskIdentity, build_request, check_admission
+from airflow_quota_provider.hooks.submission import build_request, check_admission
 from airflow_quota_provider.links.batch_quota import ServiceJobLink, TrainingJobLink
 from airflow_quota_provider.operators.worker_wait import checked_poll_failures, wait_in_worker
 from airflow_quota_provider.refusals import failing_at_once
@@ -182,7 +183,7 @@ class QuotaTrainingOperator(AwsBaseOperator[BatchQuotaHook]):
     def _submit(self, context: Context) -> dict[str, Any]:
         ti = context["ti"]
         index = ti.map_index if ti.map_index is not None else -1
-        identity = TaskIdentity(ti.dag_id, ti.task_id, ti.run_id, index)
+        identity = TaskKey(ti.dag_id, ti.run_id, ti.task_id, index)
         request = build_request(
             identity=identity,
             job_queue=self.job_queue,

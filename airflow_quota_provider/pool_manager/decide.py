@@ -44,8 +44,9 @@ from airflow_quota_provider.core import (
 )
 from airflow_quota_provider.core.admission import borrowing_terms, check_fits_ever
 from airflow_quota_provider.core.model import QueueConfig, Share
+from airflow_quota_provider.core.task_key import TaskKey
 from airflow_quota_provider.pool_manager.fleet import Fleet
-from airflow_quota_provider.pool_manager.tasks import PoolTask, TaskKey, TaskState
+from airflow_quota_provider.pool_manager.tasks import PoolTask, TaskState
 
 NOTE_LIMIT = 1000
 """Airflow keeps at most this many characters of a task instance's note."""

@@ -12,7 +12,7 @@ task being stopped), so no preemptor's pool grows into GPUs that are still
 taken.
 
 A victim's external work is found by name: the try that was stopped names its
-training job (:meth:`~airflow_quota_provider.hooks.submission.TaskIdentity.training_job_name`).
+training job (:meth:`~airflow_quota_provider.hooks.submission.TaskKey.training_job_name`).
 A task without one (not found) holds nothing beyond its own process.
 
 A victim's job that goes on ``InProgress`` for :data:`STOP_AFTER_SECONDS` after the
@@ -35,9 +35,8 @@ from typing import Any, Protocol
 
 from packaging.version import Version
 
-from airflow_quota_provider.hooks.submission import TaskIdentity
+from airflow_quota_provider.core.task_key import TaskKey
 from airflow_quota_provider.hooks.training_tries import RUNNING_STATUSES, TrainingTries
-from airflow_quota_provider.pool_manager.tasks import TaskKey
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +62,7 @@ class Victim:
     @property
     def training_job_name(self) -> str:
         key = self.key
-        identity = TaskIdentity(key.dag_id, key.task_id, key.run_id, key.map_index)
+        identity = key
         return identity.training_job_name(self.try_number)
 
 

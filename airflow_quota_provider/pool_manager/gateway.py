@@ -23,10 +23,11 @@ from typing import Any, Protocol
 from packaging.version import Version
 
 from airflow_quota_provider.core.orphans import TaskSeen
+from airflow_quota_provider.core.task_key import TaskKey
 from airflow_quota_provider.pool_manager.overrides import overrides_of
 from airflow_quota_provider.pool_manager.pools import PoolSlots
 from airflow_quota_provider.pool_manager.rest import Credentials, GatewayError, RestSession, path
-from airflow_quota_provider.pool_manager.tasks import PoolTask, TaskKey, TaskState
+from airflow_quota_provider.pool_manager.tasks import PoolTask, TaskState
 from airflow_quota_provider.versions import release
 
 __all__ = ["AirflowGateway", "Credentials", "GatewayError", "api_of", "pool_task"]

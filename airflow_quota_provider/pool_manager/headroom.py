@@ -89,7 +89,7 @@ class PoolsHeadroom(HeadroomSource):
         return self._gateway
 
     async def prepare(self) -> None:
-        from airflow_quota_provider.triggers.connections import get_connection
+        from airflow_quota_provider.hooks.connections import get_connection
 
         if self._gateway is None:
             try:

@@ -45,6 +45,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from airflow_quota_provider import metrics
+from airflow_quota_provider.core.task_key import TaskKey
 from airflow_quota_provider.pool_manager.config_watch import ConfigRefused, ConfigWatch
 from airflow_quota_provider.pool_manager.decide import PoolPlan, Stop, decide
 from airflow_quota_provider.pool_manager.external import (
@@ -67,7 +68,7 @@ from airflow_quota_provider.pool_manager.overtaking import Overtaking
 from airflow_quota_provider.pool_manager.pools import PoolSlots
 from airflow_quota_provider.pool_manager.restarting import RestartingWatch
 from airflow_quota_provider.pool_manager.store import Store
-from airflow_quota_provider.pool_manager.tasks import PoolTask, TaskKey, TaskState
+from airflow_quota_provider.pool_manager.tasks import PoolTask, TaskState
 from airflow_quota_provider.reconciler.jobs import JobsUnknown
 from airflow_quota_provider.reconciler.reconciler import Reconciler
 

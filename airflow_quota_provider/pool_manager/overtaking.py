@@ -19,7 +19,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from airflow_quota_provider.pool_manager.tasks import PoolTask, TaskKey, TaskState
+from airflow_quota_provider.core.task_key import TaskKey
+from airflow_quota_provider.pool_manager.tasks import PoolTask, TaskState
 
 
 def comes_first(task: PoolTask, other: PoolTask) -> bool:

@@ -49,6 +49,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import Dialect, Engine, Row
 from sqlalchemy.sql import Select
 
+from airflow_quota_provider.core.task_key import TaskKey
 from airflow_quota_provider.pool_manager import default_database_url
 from airflow_quota_provider.pool_manager.database import (
     engine_for,
@@ -57,7 +58,6 @@ from airflow_quota_provider.pool_manager.database import (
 )
 from airflow_quota_provider.pool_manager.decide import PoolPlan, Stop
 from airflow_quota_provider.pool_manager.schema import add_missing_columns, require_tables
-from airflow_quota_provider.pool_manager.tasks import TaskKey
 
 _IN_CHUNK = 500
 """Runs per ``IN (...)`` list when counting preemptions."""

@@ -23,6 +23,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from airflow_quota_provider.core.task_key import TaskKey
+
 
 class TaskState(str, enum.Enum):
     """The task instance states that matter to a pool."""
@@ -54,20 +56,6 @@ class TaskState(str, enum.Enum):
 
 _COUNTED = frozenset({TaskState.QUEUED, TaskState.RUNNING, TaskState.DEFERRED})
 _HOLDING = _COUNTED | {TaskState.RESTARTING}
-
-
-@dataclass(frozen=True, slots=True, order=True)
-class TaskKey:
-    """One task instance: a task of a DAG run, and its map index (-1 when not mapped)."""
-
-    dag_id: str
-    run_id: str
-    task_id: str
-    map_index: int = -1
-
-    def __str__(self) -> str:
-        mapped = f"[{self.map_index}]" if self.map_index >= 0 else ""
-        return f"{self.dag_id}/{self.run_id}/{self.task_id}{mapped}"
 
 
 @dataclass(frozen=True, slots=True)

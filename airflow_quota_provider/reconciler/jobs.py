@@ -20,15 +20,15 @@ from email.utils import parsedate_to_datetime
 from typing import Any, Protocol
 
 from airflow_quota_provider.core.orphans import ExternalJob
+from airflow_quota_provider.core.task_key import TaskKey
 from airflow_quota_provider.hooks.batch_statuses import ACTIVE_STATUSES
 from airflow_quota_provider.hooks.errors import AwsCallFailed, aws_call
 from airflow_quota_provider.hooks.paging import all_items
-from airflow_quota_provider.hooks.submission import TaskIdentity
 from airflow_quota_provider.hooks.training_tries import TrainingTries
 
 log = logging.getLogger(__name__)
 
-OurJob = ExternalJob[TaskIdentity]
+OurJob = ExternalJob[TaskKey]
 
 PAGE_SIZE = 100
 """Service job summaries asked for per ``ListServiceJobs`` page."""
@@ -91,7 +91,7 @@ class ServiceJobs:
             job = self._described(job_id)
             if job is None:
                 continue
-            identity = TaskIdentity.from_tags(job.get("tags") or {})
+            identity = TaskKey.from_tags(job.get("tags") or {})
             if identity is not None and job.get("status") in ACTIVE_STATUSES:
                 created = float(job.get("createdAt") or 0) / 1000  # epoch milliseconds
                 created = on_our_clock(created, answered_at(job), self.clock())
@@ -147,7 +147,7 @@ class TrainingJobs:
             tags = self._tags(name, arn)
             if tags is None:
                 continue
-            identity = TaskIdentity.from_tags(tags)
+            identity = TaskKey.from_tags(tags)
             try_number = identity.try_of(name) if identity else None
             if identity is not None and try_number is not None:
                 jobs.append(ExternalJob("training job", name, identity, created, try_number))

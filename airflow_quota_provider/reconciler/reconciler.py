@@ -18,8 +18,7 @@ from typing import Protocol
 
 from airflow_quota_provider import metrics
 from airflow_quota_provider.core.orphans import Orphan, TaskSeen, due_orphans, why_orphaned
-from airflow_quota_provider.hooks.submission import TaskIdentity
-from airflow_quota_provider.pool_manager.tasks import TaskKey
+from airflow_quota_provider.core.task_key import TaskKey
 from airflow_quota_provider.reconciler.jobs import JobSource
 
 log = logging.getLogger(__name__)
@@ -38,7 +37,7 @@ class TaskStates(Protocol):
 class Stopped:
     """One orphan the pass stopped."""
 
-    orphan: Orphan[TaskIdentity]
+    orphan: Orphan[TaskKey]
     source: JobSource
 
 
@@ -78,12 +77,10 @@ class Reconciler:
         :raises GatewayError: Airflow could not be read.
         """
         listed = [(job, source) for source in self.sources for job in source.live()]
-        seen: dict[TaskIdentity, TaskSeen | None] = {}
+        seen: dict[TaskKey, TaskSeen | None] = {}
         for job, _ in listed:
             if job.task not in seen:
-                task = job.task
-                key = TaskKey(task.dag_id, task.run_id, task.task_id, task.map_index)
-                seen[task] = self.airflow.task_state(key)
+                seen[job.task] = self.airflow.task_state(job.task)
         now = self.clock()
         jobs = [job for job, _ in listed]
         due = {orphan.job: orphan for orphan in due_orphans(jobs, seen, now, self.grace)}

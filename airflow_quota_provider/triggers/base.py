@@ -1,7 +1,7 @@
 """What the triggers of this provider share: the AWS connection they poll with.
 
 boto3 and the amazon provider's hooks are imported only where a hook is built, in a
-thread (:func:`~airflow_quota_provider.triggers.connections.aws_hook`): Airflow imports
+thread (:func:`~airflow_quota_provider.hooks.connections.aws_hook`): Airflow imports
 a trigger's module on the triggerer's event loop, which must not wait for them.
 """
 
@@ -11,18 +11,11 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.triggers.base import BaseTrigger
 
+from airflow_quota_provider.hooks.connections import aws_hook, aws_hook_arguments, batch_quota_hook
 from airflow_quota_provider.hooks.sagemaker import sagemaker_hook
-from airflow_quota_provider.triggers.connections import aws_hook, aws_hook_arguments
 
 if TYPE_CHECKING:
     from airflow_quota_provider.hooks.batch import BatchQuotaHook
-
-
-def batch_quota_hook(**arguments: Any) -> BatchQuotaHook:
-    """A :class:`~airflow_quota_provider.hooks.batch.BatchQuotaHook`, imported here."""
-    from airflow_quota_provider.hooks.batch import BatchQuotaHook
-
-    return BatchQuotaHook(**arguments)
 
 
 class QuotaBaseTrigger(BaseTrigger):
@@ -65,7 +58,7 @@ class QuotaBaseTrigger(BaseTrigger):
 
     async def batch_hook(self) -> BatchQuotaHook:
         """The connection's :class:`BatchQuotaHook`, its client built: its calls may run in
-        a thread (see :func:`~airflow_quota_provider.triggers.connections.aws_hook`)."""
+        a thread (see :func:`~airflow_quota_provider.hooks.connections.aws_hook`)."""
         return await aws_hook(batch_quota_hook, **self._hook_arguments())
 
     async def sagemaker(self) -> Any:

@@ -15,7 +15,7 @@ of jobs that started, went back or ended`` calls per interval instead of N.
 boto3 calls run in threads (``asyncio.to_thread``): the amazon provider's
 async path needs aiobotocore, an optional extra not installed here, and a
 handful of calls per interval per queue needs no more than a thread. The hook
-comes ready from :func:`~airflow_quota_provider.triggers.connections.aws_hook`:
+comes ready from :func:`~airflow_quota_provider.hooks.connections.aws_hook`:
 its connection read on the event loop, so those threads never ask Airflow.
 """
 

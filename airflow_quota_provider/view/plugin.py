@@ -51,14 +51,14 @@ def backend_from_config() -> QuotaBackend:
 
 
 def _pools_backend(path: str) -> QuotaBackend:
-    from airflow_quota_provider.cli.airflow_api import airflow_api
     from airflow_quota_provider.config_file import load_config
     from airflow_quota_provider.pool_manager import DEFAULT_API_CONN_ID, DEFAULT_DATABASE_URL
+    from airflow_quota_provider.pool_manager.connection import airflow_api
     from airflow_quota_provider.pool_manager.database import MissingDatabase
     from airflow_quota_provider.pool_manager.fleet import Fleet
     from airflow_quota_provider.pool_manager.gateway import AirflowGateway
     from airflow_quota_provider.pool_manager.store import Store
-    from airflow_quota_provider.pool_manager.view_backend import PoolsBackend
+    from airflow_quota_provider.view.pools_source import PoolsBackend
 
     conn_id = conf.get(SECTION, "view_api_conn_id", fallback=DEFAULT_API_CONN_ID)
     database = conf.get(SECTION, "view_pool_manager_database", fallback=DEFAULT_DATABASE_URL)

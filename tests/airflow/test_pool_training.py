@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from airflow_quota_provider.hooks.submission import TaskIdentity
+from airflow_quota_provider.core.task_key import TaskKey
 from tests.airflow.conftest import TaskLog, run_dag_file
 from tests.emulator.conftest import P4D, Endpoint, training_payload
 
@@ -62,14 +62,14 @@ def run_task(dag_id: str, **options: Any) -> Any:
     return ti
 
 
-def identity_of(dag_id: str) -> TaskIdentity:
+def identity_of(dag_id: str) -> TaskKey:
     from airflow.models.dagrun import DagRun
     from airflow.utils.types import DagRunType
 
     run_id = DagRun.generate_run_id(
         run_type=DagRunType.MANUAL, logical_date=LOGICAL, run_after=LOGICAL
     )
-    return TaskIdentity(dag_id, "train", run_id, -1)
+    return TaskKey(dag_id, run_id, "train", -1)
 
 
 def jobs(endpoint: Endpoint) -> list[dict[str, Any]]:

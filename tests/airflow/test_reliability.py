@@ -15,9 +15,10 @@ from typing import Any
 
 import pytest
 
+from airflow_quota_provider.core.task_key import TaskKey
 from airflow_quota_provider.emulator.faults import FaultOptions
 from airflow_quota_provider.hooks.batch import BatchQuotaHook
-from airflow_quota_provider.hooks.submission import TaskIdentity, build_request
+from airflow_quota_provider.hooks.submission import build_request
 from airflow_quota_provider.triggers.service_job import ServiceJobTrigger
 from tests.airflow.conftest import TaskLog, drive, reclaim_once_running
 from tests.airflow.test_operator import run_task
@@ -149,7 +150,7 @@ def test_the_same_client_token_returns_the_same_job_through_throttling(
     first, again = [], []
     for run in range(10):
         request = build_request(
-            identity=TaskIdentity("dag", "train", f"run-{run}"),
+            identity=TaskKey("dag", f"run-{run}", "train"),
             job_queue=QUEUE,
             quota_share="nlp",
             training_config=training_payload(1),

@@ -39,9 +39,9 @@ from typing import Any
 import psutil
 import pytest
 
+from airflow_quota_provider.core.task_key import TaskKey
 from airflow_quota_provider.demo.processes import wait_for
 from airflow_quota_provider.demo.stack import Stack
-from airflow_quota_provider.hooks.submission import TaskIdentity
 from airflow_quota_provider.hooks.training_tries import PREEMPTED_TAG
 from tests.pool_manager.conftest import (
     HERE,
@@ -230,7 +230,7 @@ def test_on_celery_a_borrower_is_reclaimed_and_every_task_runs_on_its_teams_work
     trained = {(t["dag_id"], t["dag_run_id"], t["task_id"]): t for t in results(stack, training)}
     for victim in (p for p in reclaims if p["pool"] == "quota-a-train-p4d"):
         key = (victim["dag_id"], victim["run_id"], victim["task_id"])
-        identity = TaskIdentity(victim["dag_id"], victim["task_id"], victim["run_id"])
+        identity = TaskKey(victim["dag_id"], victim["run_id"], victim["task_id"])
         stopped = jobs[identity.training_job_name(victim["try_number"])]
         assert stopped["TrainingJobStatus"] == "Stopped"
         assert stopped["tags"][PREEMPTED_TAG].startswith("Cleared by the quota pool manager for")

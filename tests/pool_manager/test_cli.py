@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from airflow_quota_provider.cli import main
-from airflow_quota_provider.cli.airflow_api import PASSWORD_VARIABLE
+from airflow_quota_provider.pool_manager.connection import PASSWORD_VARIABLE
 from airflow_quota_provider.pool_manager.fleet import Fleet
 from airflow_quota_provider.pool_manager.gateway import AirflowGateway, Credentials, GatewayError
 from airflow_quota_provider.pool_manager.manager import PoolManager

@@ -9,6 +9,7 @@ import pytest
 
 from airflow_quota_provider.core import PreemptionKind, WaitCode
 from airflow_quota_provider.core.model import Backend, Sharing
+from airflow_quota_provider.core.task_key import TaskKey
 from airflow_quota_provider.pool_manager.decide import (
     PoolPlan,
     Refusal,
@@ -17,7 +18,7 @@ from airflow_quota_provider.pool_manager.decide import (
     decide,
 )
 from airflow_quota_provider.pool_manager.fleet import Fleet
-from airflow_quota_provider.pool_manager.tasks import PoolTask, TaskKey, TaskState
+from airflow_quota_provider.pool_manager.tasks import PoolTask, TaskState
 from tests.core.builders import queue, share
 
 CONFIG = replace(

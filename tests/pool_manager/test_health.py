@@ -16,7 +16,6 @@ import pytest
 from fastapi.testclient import TestClient
 
 from airflow_quota_provider.cli import main
-from airflow_quota_provider.cli.airflow_api import PASSWORD_VARIABLE
 from airflow_quota_provider.config_file import config_of_text
 from airflow_quota_provider.exceptions import ViewError
 from airflow_quota_provider.pool_manager.config_watch import (
@@ -24,6 +23,7 @@ from airflow_quota_provider.pool_manager.config_watch import (
     ConfigWatch,
     read_config,
 )
+from airflow_quota_provider.pool_manager.connection import PASSWORD_VARIABLE
 from airflow_quota_provider.pool_manager.database import MissingDatabase
 from airflow_quota_provider.pool_manager.decide import PoolPlan
 from airflow_quota_provider.pool_manager.fleet import Fleet
@@ -38,8 +38,8 @@ from airflow_quota_provider.pool_manager.heartbeat import (
 )
 from airflow_quota_provider.pool_manager.manager import CycleReport, PoolManager, QuietCycles
 from airflow_quota_provider.pool_manager.store import Store
-from airflow_quota_provider.pool_manager.view_backend import PoolsBackend
 from airflow_quota_provider.view.api import create_app
+from airflow_quota_provider.view.pools_source import PoolsBackend
 from airflow_quota_provider.view.text import Style, status_lines
 from tests.pool_manager.test_reader_database import CONFIG as UNLIMITED
 from tests.pool_manager.test_refusal import RefusingAirflow, airflow, pool, ti  # noqa: F401

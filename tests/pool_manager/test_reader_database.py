@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy import inspect, text
 
 from airflow_quota_provider.cli import main
-from airflow_quota_provider.cli.airflow_api import PASSWORD_VARIABLE
+from airflow_quota_provider.pool_manager.connection import PASSWORD_VARIABLE
 from airflow_quota_provider.pool_manager.database import MissingDatabase, engine_for
 from airflow_quota_provider.pool_manager.store import Store
 from tests.pool_manager.fake_http import serving

@@ -27,8 +27,8 @@ from airflow_quota_provider.pool_manager.gateway import AirflowGateway, Credenti
 from airflow_quota_provider.pool_manager.heartbeat import Heartbeat, HeartbeatBoard
 from airflow_quota_provider.pool_manager.manager import PoolManager, Refused
 from airflow_quota_provider.pool_manager.store import Store
-from airflow_quota_provider.pool_manager.view_backend import PoolsBackend
 from airflow_quota_provider.view.api import create_app
+from airflow_quota_provider.view.pools_source import PoolsBackend
 from airflow_quota_provider.view.text import Style, explanation_lines, status_lines
 from tests.core.builders import queue, share
 from tests.pool_manager.fake_http import JsonHandler, serving

@@ -24,9 +24,9 @@ from typing import Any
 
 import pytest
 
+from airflow_quota_provider.core.task_key import TaskKey
 from airflow_quota_provider.demo.processes import wait_for
 from airflow_quota_provider.demo.stack import Stack
-from airflow_quota_provider.hooks.submission import TaskIdentity
 from airflow_quota_provider.hooks.training_tries import PREEMPTED_TAG
 from airflow_quota_provider.pool_manager.external import TRIGGER_ON_KILL
 from airflow_quota_provider.versions import airflow_version
@@ -150,7 +150,7 @@ def test_a_reclaimed_and_an_in_share_preempted_task_resume_from_their_checkpoint
     c_first = trigger(api, "training_c", DURATION["c"])
     # c (LEND, in-share preemption) runs its urgent task first, then its pair; once the pair
     # trains, c's second run's urgent task (priority 10) preempts it (priority 5) in-share
-    pair = TaskIdentity("training_c", "pair", c_first, -1).training_job_name(1)
+    pair = TaskKey("training_c", c_first, "pair", -1).training_job_name(1)
 
     def pair_trains() -> bool:
         job = next((j for j in all_jobs(stack) if j["TrainingJobName"] == pair), None)
@@ -173,7 +173,7 @@ def test_a_reclaimed_and_an_in_share_preempted_task_resume_from_their_checkpoint
         duration = DURATION[ti["dag_id"][-1]]
         # every preemption redid less than one checkpoint interval of work
         assert 0 <= redone_seconds(xcom, duration) < CHECKPOINT_EVERY * xcom["preemptions"], xcom
-        identity = TaskIdentity(ti["dag_id"], ti["task_id"], ti["dag_run_id"], -1)
+        identity = TaskKey(ti["dag_id"], ti["dag_run_id"], ti["task_id"], -1)
         first = jobs[identity.training_job_name(1)]
         assert first["TrainingJobStatus"] == "Stopped"
         assert first["tags"][PREEMPTED_TAG].startswith("Cleared by the quota pool manager for")

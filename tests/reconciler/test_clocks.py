@@ -18,8 +18,7 @@ from typing import Any
 import pytest
 
 from airflow_quota_provider.core.orphans import TaskSeen
-from airflow_quota_provider.hooks.submission import TaskIdentity
-from airflow_quota_provider.pool_manager.tasks import TaskKey
+from airflow_quota_provider.core.task_key import TaskKey
 from airflow_quota_provider.reconciler.jobs import (
     ServiceJobs,
     TrainingJobs,
@@ -38,7 +37,7 @@ from tests.emulator.conftest import (
 
 AHEAD = 2400.0
 """How far the endpoint's clock runs ahead of the wall clock: 40 minutes."""
-TASK = TaskIdentity("nightly", "train", "manual__1")
+TASK = TaskKey("nightly", "manual__1", "train")
 LONG = {"emulator:duration-seconds": "1000000"}
 
 

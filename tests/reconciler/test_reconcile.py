@@ -20,10 +20,10 @@ import boto3
 import pytest
 
 from airflow_quota_provider.cli import main
-from airflow_quota_provider.cli.airflow_api import PASSWORD_VARIABLE
+from airflow_quota_provider.core.task_key import TaskKey
 from airflow_quota_provider.demo.processes import Processes, wait_for
 from airflow_quota_provider.demo.stack import Stack, StackSettings
-from airflow_quota_provider.hooks.submission import TaskIdentity
+from airflow_quota_provider.pool_manager.connection import PASSWORD_VARIABLE
 from airflow_quota_provider.pool_manager.restarting import STUCK_AFTER_SECONDS
 from tests.emulator.conftest import training_payload
 
@@ -71,8 +71,8 @@ def reconcile(stack: Stack, config: Path, grace: float, monkeypatch: pytest.Monk
     )
 
 
-def identity(dag_id: str, run_id: str) -> TaskIdentity:
-    return TaskIdentity(dag_id, "train", run_id)
+def identity(dag_id: str, run_id: str) -> TaskKey:
+    return TaskKey(dag_id, run_id, "train")
 
 
 def submit(batch: Any, name: str, tags: dict[str, str]) -> str:

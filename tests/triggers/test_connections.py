@@ -1,4 +1,4 @@
-"""How the triggers read their connections (``triggers/connections.py``): on the event loop,
+"""How the triggers read their connections (``hooks/connections.py``): on the event loop,
 whole; AWS hooks built from one in a thread, once per connection; and no boto3 while Airflow
 imports a trigger on the triggerer's event loop.
 
@@ -18,7 +18,7 @@ import pytest
 from airflow.providers.common.compat.sdk import AirflowNotFoundException
 
 from airflow_quota_provider.hooks.batch import BatchQuotaHook
-from airflow_quota_provider.triggers.connections import aws_hook, get_connection
+from airflow_quota_provider.hooks.connections import aws_hook, get_connection
 
 AWS = (
     "aws://AKIDQUOTATEST:s3cret-Key@/?region_name=eu-west-1&endpoint_url=http%3A%2F%2F127.0.0.1%3A1"

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from airflow_quota_provider.hooks.submission import TaskIdentity
+from airflow_quota_provider.core.task_key import TaskKey
 from airflow_quota_provider.hooks.training_tries import (
     PREEMPTED_TAG,
     TrainingTries,
@@ -20,8 +20,8 @@ from airflow_quota_provider.hooks.training_tries import (
 from airflow_quota_provider.triggers.training_job import TrainingJobTrigger, observe, stop_try
 from tests.emulator.conftest import Endpoint, serve, training_payload
 
-TASK = TaskIdentity("team_a", "train", "manual__2026-12-03T10:00:00+00:00", -1)
-OTHER = TaskIdentity("team_a", "train", "manual__2026-12-04T10:00:00+00:00", -1)
+TASK = TaskKey("team_a", "manual__2026-12-03T10:00:00+00:00", "train", -1)
+OTHER = TaskKey("team_a", "manual__2026-12-04T10:00:00+00:00", "train", -1)
 CHECKPOINTS = {"S3Uri": "s3://bucket/checkpoints/team_a"}
 
 

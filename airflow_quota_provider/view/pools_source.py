@@ -22,6 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from airflow_quota_provider.core import Wait
+from airflow_quota_provider.core.task_key import TaskKey
 from airflow_quota_provider.core.views import (
     Explanation,
     JobView,
@@ -33,7 +34,6 @@ from airflow_quota_provider.core.views import (
     UnitCapacity,
 )
 from airflow_quota_provider.exceptions import ViewError
-from airflow_quota_provider.hooks.submission import TaskIdentity
 from airflow_quota_provider.pool_manager.decide import PoolPlan, running_jobs
 from airflow_quota_provider.pool_manager.figures import (
     holders_occupancy,
@@ -46,7 +46,7 @@ from airflow_quota_provider.pool_manager.health import health
 from airflow_quota_provider.pool_manager.heartbeat import HeartbeatBoard, config_digest
 from airflow_quota_provider.pool_manager.manager import observe
 from airflow_quota_provider.pool_manager.store import PreemptionRow, Store
-from airflow_quota_provider.pool_manager.tasks import PoolTask, TaskKey, TaskState
+from airflow_quota_provider.pool_manager.tasks import PoolTask, TaskState
 from airflow_quota_provider.view.explain import explain
 from airflow_quota_provider.view.jobs import PREEMPTING, task_link
 from airflow_quota_provider.view.victims import next_victims
@@ -259,4 +259,4 @@ def _event(fleet: Fleet, row: PreemptionRow) -> PreemptionEvent:
 
 def _link(key: TaskKey) -> TaskLink | None:
     """The task instance's page in the Airflow UI (the view's link for every job)."""
-    return task_link(TaskIdentity(key.dag_id, key.task_id, key.run_id, key.map_index).tags())
+    return task_link(key.tags())

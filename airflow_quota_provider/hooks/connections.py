@@ -47,6 +47,8 @@ from airflow.providers.common.compat.sdk import AirflowNotFoundException, BaseHo
 if TYPE_CHECKING:
     from airflow.providers.amazon.aws.hooks.base_aws import AwsGenericHook
 
+    from airflow_quota_provider.hooks.batch import BatchQuotaHook
+
     AnyAwsHook = AwsGenericHook[Any]
 else:
     AnyAwsHook = Any
@@ -193,3 +195,10 @@ def _forget_failed(
 ) -> None:
     if done.cancelled() or done.exception() is not None:
         built.pop(key, None)
+
+
+def batch_quota_hook(**arguments: Any) -> BatchQuotaHook:
+    """A :class:`~airflow_quota_provider.hooks.batch.BatchQuotaHook`, imported here."""
+    from airflow_quota_provider.hooks.batch import BatchQuotaHook
+
+    return BatchQuotaHook(**arguments)

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from airflow_quota_provider.hooks.submission import TaskIdentity
+from airflow_quota_provider.core.task_key import TaskKey
 
 SAGEMAKER_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 
@@ -14,14 +14,14 @@ SAGEMAKER_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 @pytest.mark.parametrize(
     "identity",
     [
-        TaskIdentity("nlp_finetune", "train", "manual__2026-12-03T07:00:00+00:00"),
-        TaskIdentity("a" * 250, "b." * 120, "r" * 250, 12345),
-        TaskIdentity("__", "--", "::", -1),
+        TaskKey("nlp_finetune", "manual__2026-12-03T07:00:00+00:00", "train"),
+        TaskKey("a" * 250, "r" * 250, "b." * 120, 12345),
+        TaskKey("__", "::", "--", -1),
     ],
     ids=["usual", "longest", "no letter or digit"],
 )
 def test_a_training_job_name_is_valid_for_sagemaker_and_tells_tries_apart(
-    identity: TaskIdentity,
+    identity: TaskKey,
 ) -> None:
     first, second = identity.training_job_name(1), identity.training_job_name(2)
     assert SAGEMAKER_NAME.match(first) and SAGEMAKER_NAME.match(second), (first, second)
@@ -30,13 +30,13 @@ def test_a_training_job_name_is_valid_for_sagemaker_and_tells_tries_apart(
 
 def test_task_instances_that_read_alike_get_different_names() -> None:
     names = {
-        TaskIdentity("d", "train", "run_1").training_job_name(1),
-        TaskIdentity("d", "train", "run.1").training_job_name(1),
-        TaskIdentity("d", "train", "run_1", 0).training_job_name(1),
+        TaskKey("d", "run_1", "train").training_job_name(1),
+        TaskKey("d", "run.1", "train").training_job_name(1),
+        TaskKey("d", "run_1", "train", 0).training_job_name(1),
     }
     assert len(names) == 3
     assert (
-        TaskIdentity("nlp_finetune", "train", "r")
+        TaskKey("nlp_finetune", "r", "train")
         .training_job_name(3)
         .startswith("nlp-finetune-train-")
     )

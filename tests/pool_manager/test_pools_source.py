@@ -10,8 +10,8 @@ from airflow_quota_provider.pool_manager.decide import decide
 from airflow_quota_provider.pool_manager.figures import fleet_gauges
 from airflow_quota_provider.pool_manager.gateway import AirflowGateway, Credentials
 from airflow_quota_provider.pool_manager.store import Store
-from airflow_quota_provider.pool_manager.view_backend import PoolsBackend, pools_view
 from airflow_quota_provider.view.explain import explain
+from airflow_quota_provider.view.pools_source import PoolsBackend, pools_view
 from airflow_quota_provider.view.text import Style, event_lines, explanation_lines, status_lines
 from tests.pool_manager.test_decide import FLEET, NLP, RESTARTING, RUNNING, VISION, task
 
