@@ -34,7 +34,7 @@ def get_provider_info() -> dict[str, Any]:
         "operators": [
             {
                 "integration-name": INTEGRATION,
-                "python-modules": [f"{_PKG}.operators.training", f"{_PKG}.operators.pool_training"],
+                "python-modules": [f"{_PKG}.operators.batch", f"{_PKG}.operators.sagemaker"],
             }
         ],
         "sensors": [
@@ -44,9 +44,9 @@ def get_provider_info() -> dict[str, Any]:
             {
                 "integration-name": INTEGRATION,
                 "python-modules": [
-                    f"{_PKG}.triggers.service_job",
+                    f"{_PKG}.triggers.batch",
                     f"{_PKG}.triggers.capacity",
-                    f"{_PKG}.triggers.training_job",
+                    f"{_PKG}.triggers.sagemaker",
                 ],
             }
         ],

@@ -136,8 +136,8 @@ class Run:
 
 
 async def follow(url: str, jobs: list[dict[str, Any]], args: argparse.Namespace) -> Run:
+    from airflow_quota_provider.triggers.batch import ServiceJobTrigger
     from airflow_quota_provider.triggers.poller import poller_for
-    from airflow_quota_provider.triggers.service_job import ServiceJobTrigger
 
     triggers = [
         ServiceJobTrigger(

@@ -48,6 +48,7 @@ from sqlalchemy import create_engine, text
 
 from airflow_quota_provider.core import QueueConfig, Share, Sharing
 from airflow_quota_provider.core.model import Backend
+from airflow_quota_provider.core.task_key import TaskKey
 from airflow_quota_provider.demo.processes import Processes, wait_for
 from airflow_quota_provider.demo.stack import Stack, StackSettings
 from airflow_quota_provider.pool_manager.decide import decide
@@ -55,7 +56,6 @@ from airflow_quota_provider.pool_manager.fleet import Fleet
 from airflow_quota_provider.pool_manager.gateway import AirflowGateway, Credentials
 from airflow_quota_provider.pool_manager.manager import PoolManager
 from airflow_quota_provider.pool_manager.store import Store
-from airflow_quota_provider.core.task_key import TaskKey
 from airflow_quota_provider.pool_manager.tasks import PoolTask, TaskState
 
 SHARES = 20

@@ -23,7 +23,7 @@ import datetime
 from airflow.providers.common.compat.sdk import DAG
 from training_requests import training_request
 
-from airflow_quota_provider.operators.pool_training import PoolTrainingOperator
+from airflow_quota_provider.operators.sagemaker import PoolTrainingOperator
 
 START = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
 TEAMS = {

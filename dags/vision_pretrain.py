@@ -15,7 +15,7 @@ import datetime
 from airflow.providers.common.compat.sdk import DAG
 from training_requests import emulated_timing, training_request
 
-from airflow_quota_provider.operators.training import QuotaTrainingOperator
+from airflow_quota_provider.operators.batch import QuotaTrainingOperator
 
 with DAG(
     dag_id="vision_pretrain",

@@ -232,6 +232,13 @@ def test_production_never_imports_the_emulator_or_the_demo(imports: list[Import]
     assert not bad, "production code imports a testing tool:\n" + "\n".join(_lines(bad))
 
 
+def test_production_never_imports_a_moved_module(imports: list[Import]) -> None:
+    from airflow_quota_provider.moved import MOVED
+
+    bad = [edge for edge in imports if edge.imported in MOVED]
+    assert not bad, "production code imports a deprecated path:\n" + "\n".join(_lines(bad))
+
+
 def test_no_import_circles(graph: Graph) -> None:
     new = circles(graph)
     found = "\n".join(describe(graph, members) for members in new)

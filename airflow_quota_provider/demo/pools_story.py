@@ -38,7 +38,7 @@ from airflow_quota_provider.demo.narration import Say
 from airflow_quota_provider.demo.processes import wait_for
 from airflow_quota_provider.demo.stack import Stack
 from airflow_quota_provider.demo.story import Outcome, Task
-from airflow_quota_provider.hooks.training_tries import TrainingTries
+from airflow_quota_provider.hooks.sagemaker import TrainingTries
 
 VISION = Task("pools_vision_pretrain", "pretrain")
 NLP = Task("pools_nlp_finetune", "finetune")

@@ -36,7 +36,7 @@ from typing import Any, Protocol
 from packaging.version import Version
 
 from airflow_quota_provider.core.task_key import TaskKey
-from airflow_quota_provider.hooks.training_tries import RUNNING_STATUSES, TrainingTries
+from airflow_quota_provider.hooks.sagemaker import RUNNING_STATUSES, TrainingTries
 
 log = logging.getLogger(__name__)
 

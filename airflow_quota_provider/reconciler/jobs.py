@@ -24,7 +24,7 @@ from airflow_quota_provider.core.task_key import TaskKey
 from airflow_quota_provider.hooks.batch_statuses import ACTIVE_STATUSES
 from airflow_quota_provider.hooks.errors import AwsCallFailed, aws_call
 from airflow_quota_provider.hooks.paging import all_items
-from airflow_quota_provider.hooks.training_tries import TrainingTries
+from airflow_quota_provider.hooks.sagemaker import TrainingTries
 
 log = logging.getLogger(__name__)
 

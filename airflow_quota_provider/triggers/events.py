@@ -1,5 +1,5 @@
 """The events of this provider's triggers: how a followed service job ended
-(:class:`~airflow_quota_provider.triggers.service_job.ServiceJobTrigger`), and that a share
+(:class:`~airflow_quota_provider.triggers.batch.ServiceJobTrigger`), and that a share
 could start a capacity (:class:`~airflow_quota_provider.triggers.capacity.QuotaCapacityTrigger`).
 """
 

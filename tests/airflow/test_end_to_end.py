@@ -30,7 +30,7 @@ from airflow_quota_provider.demo.story import (
     VISION,
 )
 from airflow_quota_provider.demo.story import Story as DemoStory
-from airflow_quota_provider.triggers.service_job import KILL_REASON
+from airflow_quota_provider.triggers.batch import KILL_REASON
 from tests.emulator.conftest import list_all_jobs, make_client
 from tests.postgres import postgres_database
 

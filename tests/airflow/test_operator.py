@@ -19,7 +19,7 @@ import json
 
 from airflow.providers.common.compat.sdk import DAG
 
-from airflow_quota_provider.operators.training import QuotaTrainingOperator
+from airflow_quota_provider.operators.batch import QuotaTrainingOperator
 
 OPTIONS = json.loads({options!r})
 START = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)

@@ -86,7 +86,7 @@ def test_an_instance_type_the_queue_lacks_raises_cannot_fit(
     "value", [0, -3, 2.5, True, "10"], ids=["zero", "negative", "float", "bool", "str"]
 )
 def test_max_poll_failures_must_be_a_whole_number_of_polls(value: object) -> None:
-    from airflow_quota_provider.operators.training import QuotaTrainingOperator
+    from airflow_quota_provider.operators.batch import QuotaTrainingOperator
 
     with pytest.raises(ValueError) as raised:
         QuotaTrainingOperator(

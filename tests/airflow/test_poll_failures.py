@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from airflow_quota_provider.emulator.faults import FaultOptions, Faults
-from airflow_quota_provider.triggers.service_job import ServiceJobTrigger
+from airflow_quota_provider.triggers.batch import ServiceJobTrigger
 from tests.airflow.conftest import TaskLog, once
 from tests.airflow.test_operator import run_task
 from tests.emulator.conftest import TWO_SHARES, Endpoint, serve

@@ -21,7 +21,7 @@ import json
 
 from airflow.sdk import DAG
 
-from airflow_quota_provider.operators.pool_training import PoolTrainingOperator
+from airflow_quota_provider.operators.sagemaker import PoolTrainingOperator
 
 OPTIONS = json.loads({options!r})
 START = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)

@@ -18,7 +18,7 @@ import json
 
 from airflow.providers.common.compat.sdk import DAG
 
-from airflow_quota_provider.operators.training import QuotaTrainingOperator
+from airflow_quota_provider.operators.batch import QuotaTrainingOperator
 from airflow_quota_provider.sensors.capacity import QuotaCapacitySensor
 
 SENSOR = json.loads({sensor!r})

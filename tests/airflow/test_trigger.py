@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from airflow_quota_provider.triggers.service_job import ServiceJobTrigger
+from airflow_quota_provider.triggers.batch import ServiceJobTrigger
 from tests.airflow.conftest import drive
 from tests.emulator.conftest import Endpoint, status, submit
 
@@ -37,7 +37,7 @@ def test_serialize_round_trip() -> None:
         botocore_config={"retries": {"max_attempts": 3}},
     )
     classpath, kwargs = original.serialize()
-    assert classpath == "airflow_quota_provider.triggers.service_job.ServiceJobTrigger"
+    assert classpath == "airflow_quota_provider.triggers.batch.ServiceJobTrigger"
     rebuilt = ServiceJobTrigger(**kwargs)
     assert rebuilt.serialize() == (classpath, kwargs)
 

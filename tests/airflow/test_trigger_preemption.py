@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from airflow_quota_provider.triggers.service_job import ServiceJobTrigger
+from airflow_quota_provider.triggers.batch import ServiceJobTrigger
 from tests.airflow.conftest import drive
 from tests.emulator.conftest import QUEUE, Endpoint, submit
 

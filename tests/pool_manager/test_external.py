@@ -158,7 +158,7 @@ def _stop() -> Stop:
 def test_a_victims_training_job_is_tagged_with_why_before_its_task_is_cleared(
     endpoint: Endpoint,
 ) -> None:
-    from airflow_quota_provider.hooks.training_tries import PREEMPTED_TAG, TrainingTries
+    from airflow_quota_provider.hooks.sagemaker import PREEMPTED_TAG, TrainingTries
 
     jobs = SageMakerTrainingJobs(endpoint.sagemaker)
     start_training(endpoint, VICTIM)

@@ -27,7 +27,7 @@ import pytest
 from airflow_quota_provider.core.task_key import TaskKey
 from airflow_quota_provider.demo.processes import wait_for
 from airflow_quota_provider.demo.stack import Stack
-from airflow_quota_provider.hooks.training_tries import PREEMPTED_TAG
+from airflow_quota_provider.hooks.sagemaker import PREEMPTED_TAG
 from airflow_quota_provider.pool_manager.external import TRIGGER_ON_KILL
 from airflow_quota_provider.versions import airflow_version
 from tests.emulator.conftest import make_client

@@ -100,8 +100,8 @@ import sys
 import airflow.triggers.base
 before = set(sys.modules)
 from airflow_quota_provider.triggers.capacity import QuotaCapacityTrigger
-from airflow_quota_provider.triggers.service_job import ServiceJobTrigger
-from airflow_quota_provider.triggers.training_job import TrainingJobTrigger
+from airflow_quota_provider.triggers.batch import ServiceJobTrigger
+from airflow_quota_provider.triggers.sagemaker import TrainingJobTrigger
 QuotaCapacityTrigger(quota_share="nlp", capacity={"gpu": 1}, fleet_config="fleet.yaml")
 QuotaCapacityTrigger(quota_share="nlp", capacity={"gpu": 1}, job_queue="ml-training")
 ServiceJobTrigger(job_id="job", job_queue="ml-training")

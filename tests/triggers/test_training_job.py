@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 
 from airflow_quota_provider.core.task_key import TaskKey
-from airflow_quota_provider.hooks.training_tries import (
+from airflow_quota_provider.hooks.sagemaker import (
     PREEMPTED_TAG,
     TrainingTries,
     tag_value,
 )
-from airflow_quota_provider.triggers.training_job import TrainingJobTrigger, observe, stop_try
+from airflow_quota_provider.triggers.sagemaker import TrainingJobTrigger, observe, stop_try
 from tests.emulator.conftest import Endpoint, serve, training_payload
 
 TASK = TaskKey("team_a", "manual__2026-12-03T10:00:00+00:00", "train", -1)
@@ -256,7 +256,7 @@ def test_the_trigger_serializes_what_it_needs_to_come_back(aws: Endpoint) -> Non
     trigger = trigger_for(aws, "j", transitions_seen=3, stop_wait_seconds=7)
     path, kwargs = trigger.serialize()
     again = TrainingJobTrigger(**kwargs)
-    assert path == "airflow_quota_provider.triggers.training_job.TrainingJobTrigger"
+    assert path == "airflow_quota_provider.triggers.sagemaker.TrainingJobTrigger"
     assert again.serialize() == (path, kwargs)
     assert (kwargs["transitions_seen"], kwargs["stop_wait_seconds"]) == (3, 7)
 

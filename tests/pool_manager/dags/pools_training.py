@@ -20,7 +20,7 @@ import datetime
 
 from airflow.sdk import DAG
 
-from airflow_quota_provider.operators.pool_training import PoolTrainingOperator
+from airflow_quota_provider.operators.sagemaker import PoolTrainingOperator
 
 RETRIES = 5  # as the celery_locks_* DAGs' (pools_locks.py), for the same reasons
 RETRY_DELAY = datetime.timedelta(seconds=10)

@@ -14,8 +14,8 @@ from typing import Any
 
 from airflow.sdk import DAG
 
-from airflow_quota_provider.operators.pool_training import PoolTrainingOperator
-from airflow_quota_provider.operators.training import QuotaTrainingOperator
+from airflow_quota_provider.operators.batch import QuotaTrainingOperator
+from airflow_quota_provider.operators.sagemaker import PoolTrainingOperator
 from airflow_quota_provider.sensors.capacity import QuotaCapacitySensor
 
 HERE = Path(__file__).resolve().parent
