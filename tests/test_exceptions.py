@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 
 from airflow_quota_provider import exceptions as errors
+from airflow_quota_provider.aws_batch import errors as aws_errors
+from airflow_quota_provider.aws_batch.errors import AwsCallFailed
 from airflow_quota_provider.exceptions import (
     AdmissionRefused,
     AmbiguousJob,
@@ -41,8 +43,6 @@ from airflow_quota_provider.exceptions import (
     UnknownQueue,
     ViewError,
 )
-from airflow_quota_provider.hooks import errors as aws_errors
-from airflow_quota_provider.hooks.errors import AwsCallFailed
 from airflow_quota_provider.sync import errors as sync_errors
 from airflow_quota_provider.sync.errors import ApplyRefused, SyncError
 

@@ -171,8 +171,8 @@ def run(args: argparse.Namespace) -> int:
     gateway = AirflowGateway(url, credentials, write_timeout=lease.write_timeout)
     reconciler = None
     if external is not None:
-        from airflow_quota_provider.reconciler.jobs import TrainingJobs
         from airflow_quota_provider.reconciler.reconciler import Reconciler
+        from airflow_quota_provider.reconciler.sources import TrainingJobs
 
         jobs = TrainingJobs(external.client)
         reconciler = Reconciler([jobs], gateway, config.job_queue, args.orphan_grace)

@@ -97,8 +97,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"airflow-quota reconcile: {error}", file=sys.stderr)
         return 1
     from airflow_quota_provider.pool_manager.gateway import AirflowGateway
-    from airflow_quota_provider.reconciler.jobs import JobSource, ServiceJobs, TrainingJobs
     from airflow_quota_provider.reconciler.reconciler import Reconciler
+    from airflow_quota_provider.reconciler.sources import JobSource, ServiceJobs, TrainingJobs
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     metrics.start()
@@ -124,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _pass(reconciler: Reconciler) -> bool:
     from airflow_quota_provider.pool_manager.gateway import GatewayError
-    from airflow_quota_provider.reconciler.jobs import JobsUnknown
+    from airflow_quota_provider.reconciler.sources import JobsUnknown
 
     try:
         stopped = reconciler.reconcile()

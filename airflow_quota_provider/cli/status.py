@@ -20,10 +20,10 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
+from airflow_quota_provider.aws_batch.errors import AwsCallFailed
 from airflow_quota_provider.cli.airflow_api import add_airflow_api_arguments, airflow_api
 from airflow_quota_provider.cli.connection import add_aws_arguments
 from airflow_quota_provider.exceptions import ViewError
-from airflow_quota_provider.hooks.errors import AwsCallFailed
 
 if TYPE_CHECKING:
     from airflow_quota_provider.view.backend import QuotaBackend

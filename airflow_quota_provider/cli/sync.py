@@ -19,13 +19,13 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
+from airflow_quota_provider.aws_batch.errors import AwsCallFailed
 from airflow_quota_provider.cli.airflow_api import (
     add_airflow_api_arguments,
     airflow_api,
 )
 from airflow_quota_provider.cli.connection import AwsClientError, add_aws_arguments, aws_client
 from airflow_quota_provider.exceptions import ConfigError
-from airflow_quota_provider.hooks.errors import AwsCallFailed
 from airflow_quota_provider.pool_manager import DEFAULT_API_CONN_ID
 from airflow_quota_provider.pool_manager.fleet import Fleet
 from airflow_quota_provider.sync.apply import apply_plan

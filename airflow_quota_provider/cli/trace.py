@@ -8,11 +8,11 @@ import sys
 import time
 from typing import Any
 
+from airflow_quota_provider.aws_batch.errors import AwsCallFailed, aws_call
+from airflow_quota_provider.aws_batch.paging import all_items
 from airflow_quota_provider.checkpoints import DEFAULT_CHECKPOINT_INTERVAL
 from airflow_quota_provider.cli.replay import number_type
 from airflow_quota_provider.cli.sync import batch_client
-from airflow_quota_provider.hooks.errors import AwsCallFailed, aws_call
-from airflow_quota_provider.hooks.paging import all_items
 from airflow_quota_provider.simulation.trace_export import export_jobs
 
 _SINCE = re.compile(r"(\d+)([smhd])")

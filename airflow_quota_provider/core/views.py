@@ -97,7 +97,7 @@ class JobView:
     ``position`` is its 1-based place in the queue's dispatch order
     (``GetJobQueueSnapshot``), ``None`` beyond the snapshot's first 100.
     ``borrowing``: the job holds capacity beyond what its share owns (see
-    :mod:`~airflow_quota_provider.view.jobs`). ``priority``, ``tags`` and
+    :mod:`~airflow_quota_provider.aws_batch.job_views`). ``priority``, ``tags`` and
     ``task`` are known only for jobs the backend described.
     """
 

@@ -17,11 +17,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from airflow_quota_provider.aws_batch.statuses import ACTIVE_STATUSES, TERMINAL_STATUSES
+from airflow_quota_provider.aws_batch.translate import usage_from_jobs
 from airflow_quota_provider.core.model import QueueConfig
 from airflow_quota_provider.core.occupancy import Occupancy, occupancy
 from airflow_quota_provider.hooks.batch import BatchQuotaHook
-from airflow_quota_provider.hooks.batch_statuses import ACTIVE_STATUSES, TERMINAL_STATUSES
-from airflow_quota_provider.hooks.usage import usage_from_jobs
 from airflow_quota_provider.triggers.progress import JobWatch
 
 Say = Callable[[str], None]

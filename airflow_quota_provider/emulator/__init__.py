@@ -9,7 +9,7 @@ How a request flows::
 
     server.py          HTTP, /_emulator/* control routes, local_endpoint()
     protocol.py        routing by signing service, wire format in and out
-    emulator.py        validation (hooks/request_shape.py) -> handler -> shaping (shaping.py)
+    emulator.py        validation (aws_batch/request_shape.py) -> handler -> shaping (shaping.py)
     <resource>.py      one module per API concept: environments, scheduling_policies,
                        job_queues, quota_shares, service_jobs, job_listing, snapshot,
                        tags, training_jobs

@@ -30,13 +30,13 @@ import fnmatch
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from airflow_quota_provider.aws_batch.request_shape import problems_of, validation_message
 from airflow_quota_provider.checkpoints import checkpoint_interval, checkpoint_uri
 from airflow_quota_provider.emulator.arns import batch_training_job_name
 from airflow_quota_provider.emulator.service_model import SAGEMAKER, service_model
 from airflow_quota_provider.emulator.store import Attempt, ServiceJob, TrainingJob
 from airflow_quota_provider.emulator.timers import Timer
 from airflow_quota_provider.emulator.training import Timing, tags_of, timing_from_tags
-from airflow_quota_provider.hooks.request_shape import problems_of, validation_message
 
 if TYPE_CHECKING:
     from airflow_quota_provider.emulator.account import Account

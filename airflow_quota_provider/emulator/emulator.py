@@ -33,6 +33,7 @@ import airflow_quota_provider.emulator.service_jobs as service_jobs
 import airflow_quota_provider.emulator.snapshot as snapshot
 import airflow_quota_provider.emulator.tags as tags
 import airflow_quota_provider.emulator.training_jobs as training_jobs
+from airflow_quota_provider.aws_batch.request_shape import problems_of, validation_message
 from airflow_quota_provider.emulator.arns import ACCOUNT, REGION, Arns
 from airflow_quota_provider.emulator.clock import EmulatedClock
 from airflow_quota_provider.emulator.errors import (
@@ -55,7 +56,6 @@ from airflow_quota_provider.emulator.shaping import shape_output
 from airflow_quota_provider.emulator.state_file import StateFile
 from airflow_quota_provider.emulator.stats import Stats
 from airflow_quota_provider.emulator.world import World
-from airflow_quota_provider.hooks.request_shape import problems_of, validation_message
 
 log = logging.getLogger(__name__)
 

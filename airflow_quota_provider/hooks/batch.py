@@ -8,13 +8,13 @@ from typing import Any
 from airflow.providers.amazon.aws.hooks.base_aws import AwsBaseHook
 from airflow.providers.amazon.aws.utils.connection_wrapper import AwsConnectionWrapper
 
+from airflow_quota_provider.aws_batch.paging import all_items
+from airflow_quota_provider.aws_batch.statuses import HOLDING_STATUSES
+from airflow_quota_provider.aws_batch.translate import queue_config_from_aws, usage_from_jobs
 from airflow_quota_provider.core.headroom import headroom
 from airflow_quota_provider.core.model import QueueConfig
 from airflow_quota_provider.core.occupancy import Occupancy, occupancy
-from airflow_quota_provider.hooks.batch_statuses import HOLDING_STATUSES
-from airflow_quota_provider.hooks.paging import all_items
 from airflow_quota_provider.hooks.sagemaker import sagemaker_client
-from airflow_quota_provider.hooks.usage import queue_config_from_aws, usage_from_jobs
 
 
 class BatchQuotaHook(AwsBaseHook):

@@ -10,6 +10,8 @@ from airflow.providers.amazon.aws.utils.mixins import aws_template_fields
 from airflow.providers.common.compat.sdk import conf
 
 from airflow_quota_provider import metrics
+from airflow_quota_provider.aws_batch.statuses import TERMINAL_STATUSES
+from airflow_quota_provider.aws_batch.submission import build_request, check_admission
 from airflow_quota_provider.core.task_key import TaskKey
 from airflow_quota_provider.exceptions import (
     PollingFailed,
@@ -19,8 +21,6 @@ from airflow_quota_provider.exceptions import (
     ServiceJobTimeout,
 )
 from airflow_quota_provider.hooks.batch import BatchQuotaHook
-from airflow_quota_provider.hooks.batch_statuses import TERMINAL_STATUSES
-from airflow_quota_provider.hooks.submission import build_request, check_admission
 from airflow_quota_provider.links.batch_quota import ServiceJobLink, TrainingJobLink
 from airflow_quota_provider.operators.worker_wait import checked_poll_failures, wait_in_worker
 from airflow_quota_provider.refusals import failing_at_once

@@ -11,6 +11,7 @@ from airflow.providers.amazon.aws.operators.base_aws import AwsBaseOperator
 from airflow.providers.amazon.aws.utils.mixins import aws_template_fields
 from airflow.providers.common.compat.sdk import conf
 
+from airflow_quota_provider.aws_batch.training_config import instances_of, validate_training_config
 from airflow_quota_provider.checkpoints import checkpoint_uri
 from airflow_quota_provider.core.task_key import TaskKey
 from airflow_quota_provider.exceptions import (
@@ -21,7 +22,6 @@ from airflow_quota_provider.exceptions import (
     TrainingJobUnreadable,
 )
 from airflow_quota_provider.hooks.sagemaker import RUNNING_STATUSES, TrainingTries
-from airflow_quota_provider.hooks.training_config import instances_of, validate_training_config
 from airflow_quota_provider.links.batch_quota import TrainingJobLink
 from airflow_quota_provider.operators.worker_wait import checked_poll_failures
 from airflow_quota_provider.refusals import failing_at_once
@@ -46,7 +46,7 @@ class PoolTrainingOperator(AwsBaseOperator[SageMakerHook]):
     The pool manager admits the task through its pool (``pool``, ``pool_slots``,
     ``priority_weight``). Each try creates its own training job, named after the
     task instance and the try
-    (:meth:`~airflow_quota_provider.hooks.submission.TaskKey.training_job_name`) and
+    (:meth:`~airflow_quota_provider.aws_batch.submission.TaskKey.training_job_name`) and
     tagged ``airflow:*``, so a worker that comes back reattaches to its try's job
     instead of creating a second one. Before a try creates its job, any earlier try's
     job still running is stopped. When the manager preempts the task (clears it), the

@@ -12,7 +12,7 @@ task being stopped), so no preemptor's pool grows into GPUs that are still
 taken.
 
 A victim's external work is found by name: the try that was stopped names its
-training job (:meth:`~airflow_quota_provider.hooks.submission.TaskKey.training_job_name`).
+training job (:meth:`~airflow_quota_provider.aws_batch.submission.TaskKey.training_job_name`).
 A task without one (not found) holds nothing beyond its own process.
 
 A victim's job that goes on ``InProgress`` for :data:`STOP_AFTER_SECONDS` after the

@@ -69,8 +69,8 @@ from airflow_quota_provider.pool_manager.pools import PoolSlots
 from airflow_quota_provider.pool_manager.restarting import RestartingWatch
 from airflow_quota_provider.pool_manager.store import Store
 from airflow_quota_provider.pool_manager.tasks import PoolTask, TaskState
-from airflow_quota_provider.reconciler.jobs import JobsUnknown
 from airflow_quota_provider.reconciler.reconciler import Reconciler
+from airflow_quota_provider.reconciler.sources import JobsUnknown
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ from typing import Protocol
 from airflow_quota_provider import metrics
 from airflow_quota_provider.core.orphans import Orphan, TaskSeen, due_orphans, why_orphaned
 from airflow_quota_provider.core.task_key import TaskKey
-from airflow_quota_provider.reconciler.jobs import JobSource
+from airflow_quota_provider.reconciler.sources import JobSource
 
 log = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@
 Refused before any call (:class:`~airflow_quota_provider.sync.errors.ApplyRefused`):
 a plan with blockers, and a plan with destructive changes unless they are
 allowed. A call that fails stops the apply with
-:class:`~airflow_quota_provider.hooks.errors.AwsCallFailed`; the changes done
+:class:`~airflow_quota_provider.aws_batch.errors.AwsCallFailed`; the changes done
 before it were reported through ``on_done`` and stay done (AWS has no
 transactions), so running apply again finishes the rest.
 """
@@ -15,7 +15,7 @@ from typing import Any
 
 from botocore import xform_name
 
-from airflow_quota_provider.hooks.errors import aws_call
+from airflow_quota_provider.aws_batch.errors import aws_call
 from airflow_quota_provider.sync.changes import Call, Change, Plan, PolicyArn
 from airflow_quota_provider.sync.errors import ApplyRefused
 

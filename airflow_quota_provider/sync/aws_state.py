@@ -2,7 +2,7 @@
 
 The result is the plain dicts Batch answers with, in an
 :class:`~airflow_quota_provider.sync.snapshot.AwsState` for the pure planner.
-A failed call raises :class:`~airflow_quota_provider.hooks.errors.AwsCallFailed`.
+A failed call raises :class:`~airflow_quota_provider.aws_batch.errors.AwsCallFailed`.
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from airflow_quota_provider.hooks.batch_statuses import ACTIVE_STATUSES
-from airflow_quota_provider.hooks.errors import aws_call
-from airflow_quota_provider.hooks.paging import all_items
+from airflow_quota_provider.aws_batch.errors import aws_call
+from airflow_quota_provider.aws_batch.paging import all_items
+from airflow_quota_provider.aws_batch.statuses import ACTIVE_STATUSES
 from airflow_quota_provider.sync.shapes import named
 from airflow_quota_provider.sync.snapshot import AwsState
 from airflow_quota_provider.sync.target import SyncTarget

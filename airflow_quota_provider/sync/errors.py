@@ -1,5 +1,5 @@
 """Errors of a sync: an apply refused before it began. A failed AWS call is
-:class:`~airflow_quota_provider.hooks.errors.AwsCallFailed`, as everywhere the provider
+:class:`~airflow_quota_provider.aws_batch.errors.AwsCallFailed`, as everywhere the provider
 calls AWS.
 
 ::

@@ -27,7 +27,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from airflow_quota_provider.hooks.batch_statuses import HOLDING_STATUSES
+from airflow_quota_provider.aws_batch.statuses import HOLDING_STATUSES
 from airflow_quota_provider.sync.capacity import CapacityDiff, InUse
 from airflow_quota_provider.sync.changes import (
     ENVIRONMENT,

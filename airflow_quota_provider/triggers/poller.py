@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from airflow_quota_provider.hooks.batch_statuses import ACTIVE_STATUSES, WAITING_STATUSES
+from airflow_quota_provider.aws_batch.statuses import ACTIVE_STATUSES, WAITING_STATUSES
 from airflow_quota_provider.triggers.progress import Position, position_in
 
 if TYPE_CHECKING:

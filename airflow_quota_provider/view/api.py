@@ -22,6 +22,7 @@ from typing import Annotated, Any, Literal, TypeVar
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query
 from fastapi.responses import HTMLResponse, Response
 
+from airflow_quota_provider.aws_batch.errors import AwsCallFailed
 from airflow_quota_provider.core.views import (
     Explanation,
     JobView,
@@ -32,7 +33,6 @@ from airflow_quota_provider.core.views import (
     UtilizationPoint,
 )
 from airflow_quota_provider.exceptions import AmbiguousJob, UnknownJob, UnknownQueue, ViewError
-from airflow_quota_provider.hooks.errors import AwsCallFailed
 from airflow_quota_provider.view.backend import QuotaBackend
 
 API = "/api/v1"

@@ -24,18 +24,18 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from airflow_quota_provider.aws_batch.errors import AwsCallFailed
+from airflow_quota_provider.aws_batch.errors import aws_call as _aws
+from airflow_quota_provider.aws_batch.events import preemption_events
+from airflow_quota_provider.aws_batch.queue_view import AwsReading, build, dispatch_order, job_view
+from airflow_quota_provider.aws_batch.statuses import HOLDING_STATUSES, TERMINAL_STATUSES
+from airflow_quota_provider.aws_batch.translate import queue_config_from_aws
 from airflow_quota_provider.core.views import Explanation, QueueSummary, QueueView
 from airflow_quota_provider.exceptions import AmbiguousJob, JobCandidate, UnknownJob, UnknownQueue
 from airflow_quota_provider.hooks.batch import BatchQuotaHook
-from airflow_quota_provider.hooks.batch_statuses import HOLDING_STATUSES, TERMINAL_STATUSES
-from airflow_quota_provider.hooks.errors import AwsCallFailed
-from airflow_quota_provider.hooks.errors import aws_call as _aws
-from airflow_quota_provider.hooks.usage import queue_config_from_aws
 from airflow_quota_provider.links.batch_quota import ServiceJobLink
 from airflow_quota_provider.metrics import emit_gauges
-from airflow_quota_provider.view.events import preemption_events
 from airflow_quota_provider.view.explain import explain
-from airflow_quota_provider.view.queue_view import AwsReading, build, dispatch_order, job_view
 
 DEFAULT_TTL = 15.0
 DEFAULT_HOURS = 6.0
@@ -45,7 +45,7 @@ LISTED_STATUSES = ("RUNNABLE", *HOLDING_STATUSES)
 
 class QuotaBackend(Protocol):
     """What the view and the CLI ask. Errors: :class:`~airflow_quota_provider.exceptions.ViewError`
-    for what does not exist, :class:`~airflow_quota_provider.hooks.errors.AwsCallFailed` when
+    for what does not exist, :class:`~airflow_quota_provider.aws_batch.errors.AwsCallFailed` when
     reading AWS fails."""
 
     def queues(self) -> list[QueueSummary]:

@@ -3,9 +3,9 @@ holds, whether a reclaim would take it next, and each time it was preempted."""
 
 from __future__ import annotations
 
+from airflow_quota_provider.aws_batch.job_views import PREEMPTING
+from airflow_quota_provider.aws_batch.statuses import HOLDING_STATUSES
 from airflow_quota_provider.core.views import Explanation, JobView, PreemptionEvent, QueueView
-from airflow_quota_provider.hooks.batch_statuses import HOLDING_STATUSES
-from airflow_quota_provider.view.jobs import PREEMPTING
 
 
 def explain(job: JobView, view: QueueView, preemptions: list[PreemptionEvent]) -> Explanation:

@@ -21,8 +21,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from airflow_quota_provider.aws_batch.job_views import PREEMPTING, task_link
 from airflow_quota_provider.core import Wait
 from airflow_quota_provider.core.task_key import TaskKey
+from airflow_quota_provider.core.victims import next_victims
 from airflow_quota_provider.core.views import (
     Explanation,
     JobView,
@@ -48,8 +50,6 @@ from airflow_quota_provider.pool_manager.manager import observe
 from airflow_quota_provider.pool_manager.store import PreemptionRow, Store
 from airflow_quota_provider.pool_manager.tasks import PoolTask, TaskState
 from airflow_quota_provider.view.explain import explain
-from airflow_quota_provider.view.jobs import PREEMPTING, task_link
-from airflow_quota_provider.view.victims import next_victims
 
 _STATUS = {
     TaskState.SCHEDULED: "RUNNABLE",

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from airflow_quota_provider.aws_batch.job_views import PREEMPTING
 from airflow_quota_provider.core.times import duration, when
 from airflow_quota_provider.core.views import (
     Explanation,
@@ -18,7 +19,6 @@ from airflow_quota_provider.core.views import (
     ShareView,
 )
 from airflow_quota_provider.view.explain import instances
-from airflow_quota_provider.view.jobs import PREEMPTING
 
 UNIT_COLUMNS = ("UNIT", "OWNED", "USED", "OWN", "BORROWED", "LENT", "IDLE", "LIMIT")
 

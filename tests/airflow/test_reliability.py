@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
+from airflow_quota_provider.aws_batch.submission import build_request
 from airflow_quota_provider.core.task_key import TaskKey
 from airflow_quota_provider.emulator.faults import FaultOptions
 from airflow_quota_provider.hooks.batch import BatchQuotaHook
-from airflow_quota_provider.hooks.submission import build_request
 from airflow_quota_provider.triggers.batch import ServiceJobTrigger
 from tests.airflow.conftest import TaskLog, drive, reclaim_once_running
 from tests.airflow.test_operator import run_task

@@ -19,13 +19,13 @@ import pytest
 
 from airflow_quota_provider.core.orphans import TaskSeen
 from airflow_quota_provider.core.task_key import TaskKey
-from airflow_quota_provider.reconciler.jobs import (
+from airflow_quota_provider.reconciler.reconciler import Reconciler
+from airflow_quota_provider.reconciler.sources import (
     ServiceJobs,
     TrainingJobs,
     answered_at,
     on_our_clock,
 )
-from airflow_quota_provider.reconciler.reconciler import Reconciler
 from tests.emulator.conftest import (
     QUEUE,
     TWO_SHARES,

@@ -1,7 +1,7 @@
 """Every page of an AWS list call: the one way the provider pages AWS Batch's lists.
 
 botocore's paginator follows ``nextToken``; callers name the operation as AWS does
-(``ListServiceJobs``), as :func:`~airflow_quota_provider.hooks.errors.aws_call` and the
+(``ListServiceJobs``), as :func:`~airflow_quota_provider.aws_batch.errors.aws_call` and the
 messages do. It works on a plain boto3 client, as the CLI commands have one, and on a
 hook's (:class:`~airflow_quota_provider.hooks.batch.BatchQuotaHook` pages through it).
 """
@@ -19,7 +19,7 @@ def all_items(client: Any, operation: str, key: str, **params: Any) -> Iterator[
 
     ``params`` are the operation's input, and botocore's ``PaginationConfig`` (``PageSize``
     sets ``maxResults``). botocore's errors come out as they are: wrap the loop in
-    :func:`~airflow_quota_provider.hooks.errors.aws_call` to say them the provider's way.
+    :func:`~airflow_quota_provider.aws_batch.errors.aws_call` to say them the provider's way.
     """
     for page in client.get_paginator(xform_name(operation)).paginate(**params):
         yield from page.get(key) or ()

@@ -2,7 +2,7 @@
 
 Shares' figures come from :func:`airflow_quota_provider.core.occupancy`,
 waiting jobs are in the snapshot's dispatch order with AWS's reasons, next
-victims come from :mod:`~airflow_quota_provider.view.victims`.
+victims come from :mod:`~airflow_quota_provider.core.victims`.
 """
 
 from __future__ import annotations
@@ -11,9 +11,21 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from airflow_quota_provider.aws_batch.events import preemption_events
+from airflow_quota_provider.aws_batch.job_views import (
+    borrowing_jobs,
+    running_job,
+    split_reason,
+    started_at,
+    task_link,
+)
+from airflow_quota_provider.aws_batch.statuses import HOLDING_STATUSES
+from airflow_quota_provider.aws_batch.translate import demand_of, usage_from_jobs
+from airflow_quota_provider.aws_batch.utilization import utilization
 from airflow_quota_provider.core.model import QueueConfig
 from airflow_quota_provider.core.occupancy import Occupancy, occupancy
 from airflow_quota_provider.core.share_views import share_view
+from airflow_quota_provider.core.victims import next_victims
 from airflow_quota_provider.core.views import (
     JobView,
     NextVictim,
@@ -22,18 +34,6 @@ from airflow_quota_provider.core.views import (
     ShareView,
     UnitCapacity,
 )
-from airflow_quota_provider.hooks.batch_statuses import HOLDING_STATUSES
-from airflow_quota_provider.hooks.usage import demand_of, usage_from_jobs
-from airflow_quota_provider.view.events import preemption_events
-from airflow_quota_provider.view.jobs import (
-    borrowing_jobs,
-    running_job,
-    split_reason,
-    started_at,
-    task_link,
-)
-from airflow_quota_provider.view.utilization import utilization
-from airflow_quota_provider.view.victims import next_victims
 
 ConsoleUrl = Callable[[str], str]
 

@@ -13,12 +13,12 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from airflow_quota_provider.aws_batch.job_views import task_link
+from airflow_quota_provider.aws_batch.translate import demand_of
 from airflow_quota_provider.checkpoints import described_interval
 from airflow_quota_provider.core.jobs import RunningJob
 from airflow_quota_provider.core.reasons import PREEMPTION_HEADLINES
 from airflow_quota_provider.core.views import PreemptionEvent
-from airflow_quota_provider.hooks.usage import demand_of
-from airflow_quota_provider.view.jobs import task_link
 
 _PREEMPTOR = re.compile(r"\bjob ([A-Za-z0-9_.:/-]+?)[,;)]?(?:\s|$)")
 

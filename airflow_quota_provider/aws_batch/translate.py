@@ -10,6 +10,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from airflow_quota_provider.aws_batch.statuses import HOLDING_STATUSES
 from airflow_quota_provider.core.model import (
     UNLIMITED_BORROW,
     QueueConfig,
@@ -17,7 +18,6 @@ from airflow_quota_provider.core.model import (
     ShareState,
     Sharing,
 )
-from airflow_quota_provider.hooks.batch_statuses import HOLDING_STATUSES
 
 
 def share_from_aws(share: Mapping[str, Any]) -> Share:

@@ -19,11 +19,11 @@ from collections.abc import Callable, Iterator, Mapping
 from email.utils import parsedate_to_datetime
 from typing import Any, Protocol
 
+from airflow_quota_provider.aws_batch.errors import AwsCallFailed, aws_call
+from airflow_quota_provider.aws_batch.paging import all_items
+from airflow_quota_provider.aws_batch.statuses import ACTIVE_STATUSES
 from airflow_quota_provider.core.orphans import ExternalJob
 from airflow_quota_provider.core.task_key import TaskKey
-from airflow_quota_provider.hooks.batch_statuses import ACTIVE_STATUSES
-from airflow_quota_provider.hooks.errors import AwsCallFailed, aws_call
-from airflow_quota_provider.hooks.paging import all_items
 from airflow_quota_provider.hooks.sagemaker import TrainingTries
 
 log = logging.getLogger(__name__)

@@ -15,8 +15,8 @@ from typing import Any
 import botocore.session
 from botocore.model import Shape
 
+from airflow_quota_provider.aws_batch.request_shape import problems_of
 from airflow_quota_provider.exceptions import InvalidTrainingConfig
-from airflow_quota_provider.hooks.request_shape import problems_of
 
 
 @functools.cache

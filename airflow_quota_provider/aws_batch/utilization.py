@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from airflow_quota_provider.aws_batch.translate import demand_of
 from airflow_quota_provider.core.views import UtilizationPoint
-from airflow_quota_provider.hooks.usage import demand_of
 
 
 def utilization(

@@ -11,12 +11,12 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import quote
 
+from airflow_quota_provider.aws_batch.submission import TAG_PREFIX
+from airflow_quota_provider.aws_batch.translate import demand_of
 from airflow_quota_provider.core.jobs import RunningJob
 from airflow_quota_provider.core.model import QueueConfig
 from airflow_quota_provider.core.reasons import WaitCode
 from airflow_quota_provider.core.views import TaskLink
-from airflow_quota_provider.hooks.submission import TAG_PREFIX
-from airflow_quota_provider.hooks.usage import demand_of
 
 _REASON = re.compile(r"([A-Z][A-Z0-9_]*(?::[A-Z][A-Z0-9_]*)*)(?:: (.*))?", re.DOTALL)
 PREEMPTING = WaitCode.PREEMPTION_IN_PROGRESS.value

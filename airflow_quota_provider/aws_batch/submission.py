@@ -11,6 +11,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from airflow_quota_provider.aws_batch.training_config import instances_of, validate_training_config
+from airflow_quota_provider.aws_batch.translate import share_limits
 from airflow_quota_provider.core.admission import check_submission
 from airflow_quota_provider.core.jobs import WaitingJob
 from airflow_quota_provider.core.model import MAX_PRIORITY, MIN_PRIORITY, QueueConfig
@@ -22,8 +24,6 @@ from airflow_quota_provider.exceptions import (
     InvalidPriority,
     ShareUnavailable,
 )
-from airflow_quota_provider.hooks.training_config import instances_of, validate_training_config
-from airflow_quota_provider.hooks.usage import share_limits
 
 __all__ = ["TAG_PREFIX", "TaskKey"]
 
