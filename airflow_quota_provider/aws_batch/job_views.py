@@ -16,6 +16,7 @@ from airflow_quota_provider.aws_batch.translate import demand_of
 from airflow_quota_provider.core.jobs import RunningJob
 from airflow_quota_provider.core.model import QueueConfig
 from airflow_quota_provider.core.reasons import WaitCode
+from airflow_quota_provider.core.usage import borrowers
 from airflow_quota_provider.core.views import TaskLink
 
 _REASON = re.compile(r"([A-Z][A-Z0-9_]*(?::[A-Z][A-Z0-9_]*)*)(?:: (.*))?", re.DOTALL)
@@ -62,30 +63,12 @@ def started_at(job: Mapping[str, Any]) -> int:
 
 
 def borrowing_jobs(config: QueueConfig, holding: Iterable[Mapping[str, Any]]) -> set[str]:
-    """Ids of holding jobs that take their share beyond what it owns.
-
-    AWS does not say which job borrows, only what each holds. Each share's
-    jobs are taken in the order they got their capacity; a job borrows if,
-    with it and the jobs before it, the share holds more of one of its
-    instance types than it owns. So the most recently started jobs are the
-    borrowers, as they were when they started (unless an earlier job has
-    ended since).
-    """
-    by_share: dict[str, list[Mapping[str, Any]]] = {}
-    for job in holding:
-        by_share.setdefault(job.get("quotaShareName") or "", []).append(job)
-    result: set[str] = set()
-    for name, jobs in by_share.items():
-        share = config.share(name)
-        held: dict[str, int] = {}
-        for job in sorted(jobs, key=lambda j: (started_at(j), j["jobId"])):
-            demand = demand_of(job)
-            for unit, count in demand.items():
-                held[unit] = held.get(unit, 0) + count
-            owned = share.owns if share is not None else (lambda unit: 0)
-            if any(held[unit] > owned(unit) for unit in demand):
-                result.add(job["jobId"])
-    return result
+    """Ids of holding jobs that take their share beyond what it owns
+    (:func:`~airflow_quota_provider.core.usage.borrowers`, in the order jobs started)."""
+    in_order = sorted(holding, key=lambda j: (started_at(j), j["jobId"]))
+    return borrowers(
+        config, ((j["jobId"], j.get("quotaShareName") or "", demand_of(j)) for j in in_order)
+    )
 
 
 def running_job(job: Mapping[str, Any], *, borrowing: bool, now_seconds: float) -> RunningJob:

@@ -25,6 +25,7 @@ from airflow_quota_provider.aws_batch.utilization import utilization
 from airflow_quota_provider.core.model import QueueConfig
 from airflow_quota_provider.core.occupancy import Occupancy, occupancy
 from airflow_quota_provider.core.share_views import share_view
+from airflow_quota_provider.core.usage import unit_totals
 from airflow_quota_provider.core.victims import next_victims
 from airflow_quota_provider.core.views import (
     JobView,
@@ -151,10 +152,7 @@ def job_view(
 
 
 def capacity_of(config: QueueConfig, holding: list[Mapping[str, Any]]) -> list[UnitCapacity]:
-    used: dict[str, int] = {}
-    for counts in usage_from_jobs(holding).values():
-        for unit, count in counts.items():
-            used[unit] = used.get(unit, 0) + count
+    used = unit_totals(usage_from_jobs(holding))
     return [
         UnitCapacity(unit, config.capacity.get(unit, 0), used.get(unit, 0), config.unowned(unit))
         for unit in sorted(set(config.capacity) | set(used))

@@ -18,6 +18,7 @@ from airflow_quota_provider.core.model import (
     ShareState,
     Sharing,
 )
+from airflow_quota_provider.core.usage import held
 
 
 def share_from_aws(share: Mapping[str, Any]) -> Share:
@@ -63,14 +64,11 @@ def demand_of(job: Mapping[str, Any]) -> dict[str, int]:
 
 def usage_from_jobs(jobs: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
     """Instances held per share and unit, from service job summaries holding capacity."""
-    usage: dict[str, dict[str, int]] = {}
-    for job in jobs:
-        if job.get("status") not in HOLDING_STATUSES:
-            continue
-        share = usage.setdefault(job.get("quotaShareName") or "", {})
-        for unit, count in demand_of(job).items():
-            share[unit] = share.get(unit, 0) + count
-    return usage
+    return held(
+        (job.get("quotaShareName") or "", demand_of(job))
+        for job in jobs
+        if job.get("status") in HOLDING_STATUSES
+    )
 
 
 def share_limits(config: QueueConfig, share: Share) -> dict[str, int]:

@@ -7,21 +7,10 @@ task instances holding the managed pools).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 
-from airflow_quota_provider.core.jobs import RunningJob
 from airflow_quota_provider.core.model import QueueConfig
 from airflow_quota_provider.core.occupancy import Occupancy, occupancy
-
-
-def usage_of(jobs: Iterable[RunningJob]) -> dict[str, dict[str, int]]:
-    """Instances held per share and unit by ``jobs``."""
-    usage: dict[str, dict[str, int]] = {}
-    for job in jobs:
-        held = usage.setdefault(job.share, {})
-        for unit, count in job.demand.items():
-            held[unit] = held.get(unit, 0) + count
-    return usage
 
 
 def headroom(

@@ -9,9 +9,56 @@ over-allocated and capacity freed for a preemptor is not taken by another job.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
+from airflow_quota_provider.core.jobs import RunningJob
 from airflow_quota_provider.core.model import QueueConfig, Resources, Share, Sharing
+
+
+def held(holdings: Iterable[tuple[str, Mapping[str, int]]]) -> dict[str, dict[str, int]]:
+    """Instances held per share and unit, from ``(share, demand)`` of each holder: the one
+    sum every backend, the view and the metrics take usage from."""
+    usage: dict[str, dict[str, int]] = {}
+    for share, demand in holdings:
+        units = usage.setdefault(share, {})
+        for unit, count in demand.items():
+            units[unit] = units.get(unit, 0) + count
+    return usage
+
+
+def usage_of(jobs: Iterable[RunningJob]) -> dict[str, dict[str, int]]:
+    """Instances held per share and unit by ``jobs``."""
+    return held((job.share, job.demand) for job in jobs)
+
+
+def borrowers(
+    config: QueueConfig, in_start_order: Iterable[tuple[str, str, Mapping[str, int]]]
+) -> set[str]:
+    """Ids of the holders that take their share beyond what it owns, from ``(id, share,
+    demand)`` in the order they got their capacity.
+
+    Neither AWS nor Airflow says which job borrows, only what each holds. Per share, a
+    holder borrows if, with it and those before it, the share holds more of one of its
+    units than it owns: the latest started are the borrowers, as they were when they
+    started (unless an earlier one has ended since), and a restarted manager agrees.
+    """
+    result: set[str] = set()
+    held_so_far: dict[tuple[str, str], int] = {}
+    for holder, share_name, demand in in_start_order:
+        share = config.share(share_name)
+        over = False
+        for unit, count in demand.items():
+            now_held = held_so_far.get((share_name, unit), 0) + count
+            held_so_far[(share_name, unit)] = now_held
+            over = over or now_held > (share.owns(unit) if share is not None else 0)
+        if over:
+            result.add(holder)
+    return result
+
+
+def unit_totals(usage: Mapping[str, Mapping[str, int]]) -> dict[str, int]:
+    """Instances held per unit, all shares together."""
+    return held(("", units) for units in usage.values()).get("", {})
 
 
 class UsageView:

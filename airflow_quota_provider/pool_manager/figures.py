@@ -10,6 +10,7 @@ from airflow_quota_provider import metrics
 from airflow_quota_provider.core.occupancy import Occupancy, occupancy
 from airflow_quota_provider.core.share_views import share_view
 from airflow_quota_provider.core.task_key import TaskKey
+from airflow_quota_provider.core.usage import held
 from airflow_quota_provider.core.views import ShareView
 from airflow_quota_provider.pool_manager.decide import PoolPlan
 from airflow_quota_provider.pool_manager.fleet import Fleet
@@ -18,11 +19,8 @@ from airflow_quota_provider.pool_manager.tasks import PoolTask
 
 def holders_occupancy(fleet: Fleet, holders: Iterable[PoolTask]) -> dict[str, dict[str, Occupancy]]:
     """Per share and unit, who holds what, from the tasks holding slots."""
-    usage: dict[str, dict[str, int]] = {}
-    for task in holders:
-        share, unit = fleet.shares[task.pool]
-        units = usage.setdefault(share, {})
-        units[unit] = units.get(unit, 0) + task.slots
+    shares = fleet.shares
+    usage = held((shares[t.pool][0], {shares[t.pool][1]: t.slots}) for t in holders)
     return occupancy(fleet.config, usage)
 
 

@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Any
 from airflow.providers.common.compat.sdk import AirflowNotFoundException, BaseHook
 
 from airflow_quota_provider.config_file import load_config
-from airflow_quota_provider.core.headroom import headroom, usage_of
+from airflow_quota_provider.core.headroom import headroom
 from airflow_quota_provider.core.model import Backend, QueueConfig
+from airflow_quota_provider.core.usage import usage_of
 from airflow_quota_provider.exceptions import ConfigError, Problem
 from airflow_quota_provider.headroom_source import HeadroomSource
 from airflow_quota_provider.pool_manager import DEFAULT_API_CONN_ID

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from airflow_quota_provider.core import QueueConfig
-from airflow_quota_provider.core.headroom import headroom, usage_of
+from airflow_quota_provider.core.headroom import headroom
+from airflow_quota_provider.core.usage import usage_of
 from tests.core.builders import queue, running, share
 
 TWO_TEAMS = queue(
