@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from airflow_quota_provider.aws_batch.training_config import instances_of
 from airflow_quota_provider.core import WaitingJob, check_submission
 from airflow_quota_provider.emulator.arns import new_id
 from airflow_quota_provider.emulator.batch_checks import check_name, check_range, found
@@ -23,7 +24,7 @@ from airflow_quota_provider.emulator.errors import BatchClientError
 from airflow_quota_provider.emulator.queue_config import IMPLICIT_SHARE, is_quota_managed
 from airflow_quota_provider.emulator.registry import Handler, Params, Response
 from airflow_quota_provider.emulator.store import JobQueue, ServiceJob
-from airflow_quota_provider.emulator.training import instances_of, tags_of, timing_from_tags
+from airflow_quota_provider.emulator.training import tags_of, timing_from_tags
 
 if TYPE_CHECKING:
     from airflow_quota_provider.emulator.world import World

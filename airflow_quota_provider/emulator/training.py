@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from airflow_quota_provider.aws_batch.training_config import instances_of
 from airflow_quota_provider.checkpoints import (
     CHECKPOINT_INTERVAL_TAG,
     DEFAULT_CHECKPOINT_INTERVAL,
@@ -82,28 +83,6 @@ def timing_from_tags(tags: Mapping[str, str]) -> Timing | str:
     if interval <= 0:
         return f"tag {CHECKPOINT_INTERVAL_TAG} must be > 0 seconds"
     return Timing(values.get(DURATION_TAG, DEFAULT_DURATION), values.get(FAIL_AFTER_TAG), interval)
-
-
-def instances_of(request: Mapping[str, Any]) -> dict[str, int] | str:
-    """Instances per type a CreateTrainingJob request asks for, or why they cannot be read."""
-    config = request.get("ResourceConfig")
-    if not isinstance(config, dict):
-        return "ResourceConfig with InstanceType and InstanceCount is required"
-    groups = config.get("InstanceGroups")
-    if groups:
-        demand: dict[str, int] = {}
-        for group in groups:
-            kind, count = group.get("InstanceType"), group.get("InstanceCount")
-            if not isinstance(kind, str) or not isinstance(count, int) or count < 1:
-                return (
-                    "every ResourceConfig.InstanceGroups entry needs InstanceType and InstanceCount"
-                )
-            demand[kind] = demand.get(kind, 0) + count
-        return demand
-    kind, count = config.get("InstanceType"), config.get("InstanceCount")
-    if not isinstance(kind, str) or not isinstance(count, int) or count < 1:
-        return "ResourceConfig.InstanceType and ResourceConfig.InstanceCount (>= 1) are required"
-    return {kind: count}
 
 
 def tags_of(request: Mapping[str, Any]) -> dict[str, str]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from airflow_quota_provider.aws_batch.training_config import instances_of
 from airflow_quota_provider.emulator.errors import (
     ResourceInUse,
     ResourceLimitExceeded,
@@ -22,7 +23,7 @@ from airflow_quota_provider.emulator.pagination import check_limit, page
 from airflow_quota_provider.emulator.registry import Handler, Params, Response
 from airflow_quota_provider.emulator.service_model import SAGEMAKER, service_model
 from airflow_quota_provider.emulator.store import TrainingJob
-from airflow_quota_provider.emulator.training import instances_of, tags_of, timing_from_tags
+from airflow_quota_provider.emulator.training import tags_of, timing_from_tags
 
 if TYPE_CHECKING:
     from airflow_quota_provider.emulator.world import World
