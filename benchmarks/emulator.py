@@ -25,6 +25,7 @@ import tempfile
 import time
 import urllib.request
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -118,8 +119,8 @@ def submit_rate(requests: int, repeat: int, state: Path | None = None, held: int
         file = None if state is None else holding(state / f"run-{run}.sqlite", held)
         with local_endpoint(QUEUE, time_scale=0, state=file) as url:
             batch = client(url)
-            rate(20, lambda n, batch=batch: submit(batch, n))  # warm up
-            runs.append(rate(requests, lambda n, batch=batch: submit(batch, n)))
+            rate(20, partial(submit, batch))  # warm up
+            runs.append(rate(requests, partial(submit, batch)))
     return statistics.median(runs)
 
 

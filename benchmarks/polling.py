@@ -157,7 +157,7 @@ async def follow(url: str, jobs: list[dict[str, Any]], args: argparse.Namespace)
 
     consumers = [asyncio.create_task(consume(t)) for t in triggers]
     await asyncio.sleep(0)  # every trigger follows its job before the first round ends
-    poller = poller_for((QUEUE, "us-east-1", None), triggers[0].hook)
+    poller = poller_for((QUEUE, "us-east-1", None), triggers[0].batch_hook)
     sampler = asyncio.create_task(sample(url, poller, run, args))
     await asyncio.gather(sampler, *consumers)
     return run

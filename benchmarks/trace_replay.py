@@ -172,12 +172,12 @@ def speed(config: Path, folder: Path, repeat: int, months: list[int]) -> bool:
             path = Path(scratch) / f"jobs-{count}.csv"
             repeated_trace(folder, count, path)
             wall = statistics.median(command_seconds(config, path, 1.0, 1))
-            limit = bound("trace_replay_ten_months_seconds") if count == 10 else None
-            if limit is not None:
-                ok &= wall <= limit
+            month_limit = bound("trace_replay_ten_months_seconds") if count == 10 else None
+            if month_limit is not None:
+                ok &= wall <= month_limit
             print(
                 f"| aws, {count} month(s), load 1 | {27_717 * count:,} | {wall:.2f} | 1 | "
-                f"{'-' if limit is None else f'{limit:g}'} |",
+                f"{'-' if month_limit is None else f'{month_limit:g}'} |",
                 flush=True,
             )
     return ok

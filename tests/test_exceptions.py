@@ -118,6 +118,7 @@ def test_the_refusal_a_task_fails_with_survives_pickling() -> None:
     refused = RequestRefused(cause)
     copy = pickle.loads(pickle.dumps(refused))
     assert isinstance(copy, AirflowFailException)
+    assert isinstance(copy, RequestRefused)
     assert str(copy) == f"CannotFit: {cause}"
     assert (type(copy.refusal), vars(copy.refusal)) == (CannotFit, vars(cause))
 

@@ -37,13 +37,16 @@ def aws_client(service: str, args: argparse.Namespace) -> Any:
     """
     if args.aws_conn_id:
         return _client_from_connection(service, args.aws_conn_id, args.region, args.endpoint_url)
-    import boto3  # type: ignore[import-untyped]  # no stubs installed; botocore has them
+    import boto3
     from botocore.exceptions import BotoCoreError
 
     # botocore reads AWS_DEFAULT_REGION by itself but not AWS_REGION, which other SDKs use.
     region = args.region or os.environ.get("AWS_REGION") or None
     try:
-        return boto3.client(service, region_name=region, endpoint_url=args.endpoint_url)
+        # boto3-stubs types only literal service names; this one is the caller's
+        return boto3.client(  # type: ignore[call-overload]
+            service, region_name=region, endpoint_url=args.endpoint_url
+        )
     except BotoCoreError as error:
         raise AwsClientError(type(error).__name__, str(error)) from error
 
@@ -58,6 +61,7 @@ def _client_from_connection(
     if endpoint_url is None:
         return hook.conn
     session = hook.get_session(region_name=hook.region_name)
-    return session.client(
+    # boto3-stubs types only literal service names; this one is the caller's
+    return session.client(  # type: ignore[call-overload]
         service, endpoint_url=endpoint_url, config=hook.config, verify=hook.verify
     )

@@ -177,7 +177,7 @@ class PoolsStory:
 
     def _sagemaker(self) -> Any:
         """A SageMaker client of the endpoint, with the stack's AWS settings."""
-        import boto3  # type: ignore[import-untyped]
+        import boto3
 
         return boto3.client(
             "sagemaker", endpoint_url=self.stack.emulator_url, region_name="us-east-1"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from airflow.providers.amazon.aws.hooks.sagemaker import SageMakerHook
 from airflow.providers.amazon.aws.operators.base_aws import AwsBaseOperator
@@ -137,7 +137,8 @@ class PoolTrainingOperator(AwsBaseOperator[SageMakerHook]):
         job = tries.job(name)
         if job is None:
             self._clear_the_way(tries, identity, try_number, request)
-            self.hook.conn.create_training_job(**request)
+            # Airflow annotates conn as ``boto3.client``, a function (not a type) in boto3-stubs
+            cast(Any, self.hook.conn).create_training_job(**request)
             self.log.info(
                 "try %d created training job %s (%s) for %d slots of pool %s",
                 try_number,

@@ -115,7 +115,7 @@ async def drive(
     return collected
 
 
-def once(condition: Callable[[], bool], action: Callable[[], None]) -> threading.Thread:
+def once(condition: Callable[[], bool], action: Callable[[], object]) -> threading.Thread:
     """A thread that does ``action`` as soon as ``condition`` holds (checked every 10 ms, 60 s)."""
 
     def watch() -> None:

@@ -100,7 +100,9 @@ def played(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Run, list
             yield run, [outcomes, jobs], "postgresql" if database else "sqlite"
 
 
-def test_every_run_succeeds_after_the_triggerer_was_killed(played) -> None:
+def test_every_run_succeeds_after_the_triggerer_was_killed(
+    played: tuple[Run, list[Any], str],
+) -> None:
     run, (outcomes, _), database = played
     print(f"metadata DB: {database}")
     assert run.deferred_at_kill == {
@@ -120,13 +122,15 @@ def test_every_run_succeeds_after_the_triggerer_was_killed(played) -> None:
     assert results[RELEASE.dag_id]["status"] == "SUCCEEDED"
 
 
-def test_no_job_was_submitted_twice(played) -> None:
+def test_no_job_was_submitted_twice(played: tuple[Run, list[Any], str]) -> None:
     _, (outcomes, jobs), _ = played
     assert sorted(job["jobName"] for job in jobs) == sorted(task.job_name for task in TASKS)
     assert {job["jobId"] for job in jobs} == {o.result["job_id"] for o in outcomes}
 
 
-def test_marking_a_deferred_task_failed_terminates_its_job(played) -> None:
+def test_marking_a_deferred_task_failed_terminates_its_job(
+    played: tuple[Run, list[Any], str],
+) -> None:
     """A user's "mark failed" reaches the trigger's on_kill, which terminates the service job.
 
     Airflow calls on_kill only on a trigger a triggerer runs: the task is
@@ -152,7 +156,8 @@ def test_marking_a_deferred_task_failed_terminates_its_job(played) -> None:
     stack.set_time_scale(stack.settings.time_scale)  # stopping a training job takes time
 
     def terminated() -> bool:
-        return batch.describe_service_job(jobId=job["jobId"])["status"] == "FAILED"
+        status: str = batch.describe_service_job(jobId=job["jobId"])["status"]
+        return status == "FAILED"
 
     wait_for("the service job to be terminated", terminated, 60, stack.processes)
     reason = batch.describe_service_job(jobId=job["jobId"])["statusReason"]

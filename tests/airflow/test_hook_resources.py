@@ -58,7 +58,9 @@ def test_a_queue_with_a_share_is_built_and_changed_through_the_hook(bare: Endpoi
     assert described["quotaSharePolicy"] == {"idleResourceAssignmentStrategy": "FIFO"}
     config = hook.queue_config("gpu")
     assert config.capacity == {P4D: 12}
-    assert config.share("nlp").capacity == {P4D: 6}
+    nlp = config.share("nlp")
+    assert nlp is not None
+    assert nlp.capacity == {P4D: 6}
 
 
 def test_aws_errors_reach_the_caller_unchanged(bare: Endpoint) -> None:

@@ -55,7 +55,7 @@ def free_capacity_after_checks(endpoint: Endpoint, checks: int) -> Any:
     """Move time 120 s (ending the blocker) once the share was checked ``checks`` times."""
 
     def checked() -> bool:
-        counts = endpoint.stats()["operations"].get("batch.ListQuotaShares", {})
+        counts: dict[str, int] = endpoint.stats()["operations"].get("batch.ListQuotaShares", {})
         return sum(counts.values()) >= checks
 
     return once(checked, lambda: endpoint.advance(120))

@@ -154,11 +154,11 @@ def test_on_kill_terminates_the_job_unless_told_not_to(endpoint: Endpoint) -> No
 
 def test_many_triggers_on_one_queue_share_one_poller(endpoint: Endpoint) -> None:
     jobs = [submit(endpoint.batch, "nlp", 1, duration=20, name=f"j{i}") for i in range(20)]
-    before = endpoint.stats()["operations"]
+    before: dict[str, dict[str, int]] = endpoint.stats()["operations"]
     events = run(endpoint, *(trigger(j) for j in jobs), step=2)
     assert sorted(e["job_id"] for e in events) == sorted(jobs)
     assert {e["status"] for e in events} == {"success"}
-    after = endpoint.stats()["operations"]
+    after: dict[str, dict[str, int]] = endpoint.stats()["operations"]
 
     def calls(name: str) -> int:
         return sum(after.get(name, {}).values()) - sum(before.get(name, {}).values())

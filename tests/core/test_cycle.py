@@ -100,7 +100,8 @@ CASES = {
             share("cv").capacity(**{"ml.p4d.24xlarge": 8}).lend(),
             **{"ml.p4d.24xlarge": 16},
         ),
-        [running("n0", "nlp", **{"ml.p4d.24xlarge": 8})],
+        # terminating given: mypy cannot tell the unpacked dict's key from that bool parameter
+        [running("n0", "nlp", terminating=False, **{"ml.p4d.24xlarge": 8})],
         [waiting("n1", "nlp", **{"ml.p4d.24xlarge": 2})],
         want_waiting={
             "n1": (

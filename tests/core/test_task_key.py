@@ -36,7 +36,5 @@ def test_task_instances_that_read_alike_get_different_names() -> None:
     }
     assert len(names) == 3
     assert (
-        TaskKey("nlp_finetune", "r", "train")
-        .training_job_name(3)
-        .startswith("nlp-finetune-train-")
+        TaskKey("nlp_finetune", "r", "train").training_job_name(3).startswith("nlp-finetune-train-")
     )

@@ -36,7 +36,9 @@ def group_members(pgid: int) -> list[int]:
     return [int(pid) for pid in out.split()]
 
 
-def test_close_stops_a_process_and_the_children_it_started(tmp_path: Path, monkeypatch) -> None:
+def test_close_stops_a_process_and_the_children_it_started(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr("airflow_quota_provider.demo.processes.STOP_GRACE_SECONDS", 0.5)
     processes = Processes(tmp_path)
     managed = processes.start("family", [sys.executable, "-c", FAMILY], os.environ)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,7 +61,8 @@ class Endpoint:
 
 
 def make_client(url: str, service: str, **config: Any) -> Any:
-    return boto3.client(
+    # boto3-stubs types only literal service names; this one is the caller's
+    return boto3.client(  # type: ignore[call-overload]
         service,
         endpoint_url=url,
         region_name="us-east-1",
@@ -71,7 +72,7 @@ def make_client(url: str, service: str, **config: Any) -> Any:
     )
 
 
-def serve(config: QueueConfig | None, **options: Any) -> Iterator[Endpoint]:
+def serve(config: QueueConfig | None, **options: Any) -> Generator[Endpoint]:
     emulator = Emulator(EmulatorOptions(**{"time_scale": 0.0, **options}))
     if config is not None:
         apply_config(emulator, config)

@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.emulator.conftest import QUEUE, training_payload
+from tests.emulator.conftest import QUEUE, Endpoint, training_payload
 
 # The CLI installed next to this interpreter (the test extra's awscli), else one on PATH.
 AWS = shutil.which("aws", path=str(Path(sys.executable).parent)) or shutil.which("aws")
 pytestmark = pytest.mark.skipif(AWS is None, reason="the AWS CLI (awscli) is not installed")
 
 
-def _aws(endpoint, *args: str) -> subprocess.CompletedProcess[str]:
+def _aws(endpoint: Endpoint, *args: str) -> subprocess.CompletedProcess[str]:
     env = {
         **os.environ,
         "AWS_ACCESS_KEY_ID": "testing",
@@ -32,7 +32,7 @@ def _aws(endpoint, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command, capture_output=True, text=True, env=env, timeout=60)
 
 
-def test_submit_and_describe_with_the_cli(endpoint):
+def test_submit_and_describe_with_the_cli(endpoint: Endpoint) -> None:
     submitted = _aws(
         endpoint,
         "batch",
@@ -60,7 +60,7 @@ def test_submit_and_describe_with_the_cli(endpoint):
     ]
 
 
-def test_cli_errors_carry_the_code(endpoint):
+def test_cli_errors_carry_the_code(endpoint: Endpoint) -> None:
     failed = _aws(endpoint, "batch", "describe-service-job", "--job-id", "nope")
     assert failed.returncode != 0
     assert "(ClientException) when calling the DescribeServiceJob operation: " in failed.stderr

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import pytest
 from botocore.exceptions import ClientError
 
-from tests.emulator.conftest import G5, P4D, QUEUE, create_queue, create_share
+from tests.emulator.conftest import G5, P4D, QUEUE, Endpoint, create_queue, create_share
 
 ARN = "arn:aws:batch:us-east-1:123456789012"
 
 
-def _refused(call, **params) -> str:
+def _refused(call: Callable[..., Any], **params: Any) -> str:
     with pytest.raises(ClientError) as raised:
         call(**params)
     assert raised.value.response["Error"]["Code"] == "ClientException"
@@ -18,7 +21,7 @@ def _refused(call, **params) -> str:
     return message
 
 
-def test_config_creates_environment_policy_queue_and_shares(endpoint):
+def test_config_creates_environment_policy_queue_and_shares(endpoint: Endpoint) -> None:
     batch = endpoint.batch
     environment = batch.describe_service_environments()["serviceEnvironments"]
     assert environment == [
@@ -43,7 +46,7 @@ def test_config_creates_environment_policy_queue_and_shares(endpoint):
     assert [s["quotaShareName"] for s in shares] == ["nlp", "vision"]
 
 
-def test_create_describe_update_delete_a_quota_share(bare_endpoint):
+def test_create_describe_update_delete_a_quota_share(bare_endpoint: Endpoint) -> None:
     batch = bare_endpoint.batch
     queue = create_queue(batch)
     arn = create_share(batch, "nlp", 4, borrowLimit=50)
@@ -72,7 +75,7 @@ def test_create_describe_update_delete_a_quota_share(bare_endpoint):
     )
 
 
-def test_quota_share_rules(bare_endpoint):
+def test_quota_share_rules(bare_endpoint: Endpoint) -> None:
     batch = bare_endpoint.batch
     create_queue(batch)
     create_share(batch, "nlp", 6)
@@ -101,7 +104,7 @@ def test_quota_share_rules(bare_endpoint):
     )
 
 
-def test_at_most_twenty_shares_per_queue(bare_endpoint):
+def test_at_most_twenty_shares_per_queue(bare_endpoint: Endpoint) -> None:
     batch = bare_endpoint.batch
     create_queue(batch, capacity=20)
     for index in range(20):
@@ -116,7 +119,7 @@ def test_at_most_twenty_shares_per_queue(bare_endpoint):
     assert "nextToken" not in rest
 
 
-def test_job_queue_rules(bare_endpoint):
+def test_job_queue_rules(bare_endpoint: Endpoint) -> None:
     batch = bare_endpoint.batch
     create_queue(batch)
     assert (
@@ -156,7 +159,7 @@ def test_job_queue_rules(bare_endpoint):
     assert batch.describe_job_queues()["jobQueues"] == []
 
 
-def test_environment_and_policy_lifecycle(bare_endpoint):
+def test_environment_and_policy_lifecycle(bare_endpoint: Endpoint) -> None:
     batch = bare_endpoint.batch
     create_queue(batch)
     assert _refused(batch.delete_service_environment, serviceEnvironment="env") == (
@@ -181,7 +184,7 @@ def test_environment_and_policy_lifecycle(bare_endpoint):
     )
 
 
-def test_tags_on_every_resource(endpoint):
+def test_tags_on_every_resource(endpoint: Endpoint) -> None:
     batch = endpoint.batch
     queue = f"{ARN}:job-queue/{QUEUE}"
     batch.tag_resource(resourceArn=queue, tags={"a": "1", "b": "2"})

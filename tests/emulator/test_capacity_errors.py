@@ -29,7 +29,7 @@ def _training_job_name(endpoint: Endpoint, arn: str) -> str:
     return name
 
 
-def test_a_job_without_capacity_goes_back_to_runnable_and_succeeds_later():
+def test_a_job_without_capacity_goes_back_to_runnable_and_succeeds_later() -> None:
     with short_of_capacity(seed=3) as endpoint:
         # One attempt allowed: capacity errors must not count as failed attempts.
         jobs = [
@@ -69,7 +69,7 @@ def _attempt_counts(seed: int) -> list[int]:
         return [len(_attempts(endpoint, job)) for job in jobs]
 
 
-def test_a_seed_makes_capacity_errors_reproducible():
+def test_a_seed_makes_capacity_errors_reproducible() -> None:
     counts = _attempt_counts(seed=5)
     assert counts == _attempt_counts(seed=5)
     assert sum(counts) > len(counts)

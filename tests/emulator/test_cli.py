@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -22,7 +23,7 @@ shares:
 """
 
 
-def test_the_command_serves_the_config_until_stopped(tmp_path):
+def test_the_command_serves_the_config_until_stopped(tmp_path: Path) -> None:
     config = tmp_path / "quota.yaml"
     config.write_text(CONFIG)
     command = [sys.executable, "-m", "airflow_quota_provider.cli", "emulator", "--port", "0"]
@@ -47,7 +48,9 @@ def test_the_command_serves_the_config_until_stopped(tmp_path):
         process.wait(timeout=10)
 
 
-def test_an_invalid_config_is_reported_by_path(tmp_path, capsys):
+def test_an_invalid_config_is_reported_by_path(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     config = tmp_path / "quota.yaml"
     config.write_text(
         "job_queue: demo\ncapacity: {gpu: 1}\nshares: [{name: a, capacity: {gpu: 2}}]\n"
@@ -56,7 +59,7 @@ def test_an_invalid_config_is_reported_by_path(tmp_path, capsys):
     assert str(config) in capsys.readouterr().err
 
 
-def test_bad_arguments_exit_2(capsys):
+def test_bad_arguments_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["emulator", "--time-scale", "-1"]) == 2
     assert main(["emulator", "--instance-limit", "ml.p4d.24xlarge"]) == 2
     err = capsys.readouterr().err
@@ -64,13 +67,13 @@ def test_bad_arguments_exit_2(capsys):
     assert "--instance-limit expects TYPE=COUNT, got 'ml.p4d.24xlarge'" in err
 
 
-def test_instance_limits_parse():
+def test_instance_limits_parse() -> None:
     assert parse_limits([f"{P4D}=16", "ml.g5.12xlarge=2"]) == {P4D: 16, "ml.g5.12xlarge": 2}
     with pytest.raises(ValueError):
         parse_limits([f"{P4D}=many"])
 
 
-def test_local_endpoint_yields_a_url_and_stops_cleanly():
+def test_local_endpoint_yields_a_url_and_stops_cleanly() -> None:
     with local_endpoint(TWO_SHARES, time_scale=0) as url:
         batch = make_client(url, "batch")
         assert batch.describe_job_queues()["jobQueues"][0]["jobQueueName"] == "ml-training"
@@ -87,7 +90,9 @@ def test_local_endpoint_yields_a_url_and_stops_cleanly():
         ("http", "must be a whole number from 0 to 65535, got 'http'"),
     ],
 )
-def test_a_port_out_of_range_is_an_argument_error(port, message, capsys):
+def test_a_port_out_of_range_is_an_argument_error(
+    port: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     with pytest.raises(SystemExit) as exited:
         main(["emulator", "--port", port])
     assert exited.value.code == 2
@@ -95,7 +100,7 @@ def test_a_port_out_of_range_is_an_argument_error(port, message, capsys):
     assert err.splitlines()[-1] == f"airflow-quota emulator: error: argument --port: {message}"
 
 
-def test_a_port_in_use_is_one_line_without_a_traceback(tmp_path):
+def test_a_port_in_use_is_one_line_without_a_traceback(tmp_path: Path) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
@@ -115,7 +120,7 @@ def test_a_port_in_use_is_one_line_without_a_traceback(tmp_path):
     )
 
 
-def test_an_address_this_machine_does_not_have(capsys):
+def test_an_address_this_machine_does_not_have(capsys: pytest.CaptureFixture[str]) -> None:
     # 192.0.2.0/24 is reserved for documentation: no interface here has it, and binding
     # to it fails at once without sending anything.
     assert main(["emulator", "--host", "192.0.2.1", "--port", "0"]) == 1
@@ -124,6 +129,6 @@ def test_an_address_this_machine_does_not_have(capsys):
     )
 
 
-def test_the_library_server_refuses_a_port_out_of_range():
+def test_the_library_server_refuses_a_port_out_of_range() -> None:
     with pytest.raises(ValueError, match=r"^port must be from 0 to 65535, got 70000$"):
         EmulatorServer(port=70000)

@@ -46,7 +46,7 @@ def _submit(batch: Any, name: str) -> str:
     return job_id
 
 
-def test_every_job_is_accounted_for_through_throttling_and_server_errors():
+def test_every_job_is_accounted_for_through_throttling_and_server_errors() -> None:
     with faulty(throttle_rate=0.2, error_rate=0.05, seed=7) as endpoint:
         retrying = {"retries": {"mode": "standard", "total_max_attempts": 12}}
         batch = endpoint.client("batch", **retrying)
@@ -79,8 +79,8 @@ def test_every_job_is_accounted_for_through_throttling_and_server_errors():
     ids=["batch throttled", "sagemaker throttled", "batch 500", "sagemaker 500"],
 )
 def test_botocore_retries_each_fault_and_a_refused_request_changes_nothing(
-    faults, service, code, status, mode
-):
+    faults: dict[str, float], service: str, code: str, status: int, mode: str
+) -> None:
     with faulty(**faults) as endpoint:
         client = endpoint.client(service, retries={"mode": mode, "total_max_attempts": 2})
         with pytest.raises(ClientError) as raised:
@@ -100,7 +100,7 @@ def test_botocore_retries_each_fault_and_a_refused_request_changes_nothing(
         assert not store.jobs and not store.client_tokens and not store.training_jobs
 
 
-def test_control_routes_are_never_faulted():
+def test_control_routes_are_never_faulted() -> None:
     with faulty(throttle_rate=0.5, error_rate=0.5, latency_ms=300) as endpoint:
         started = time.monotonic()
         for _ in range(10):
@@ -122,14 +122,14 @@ def _outcomes(seed: int) -> list[str]:
     return outcomes
 
 
-def test_a_seed_makes_the_faults_reproducible():
+def test_a_seed_makes_the_faults_reproducible() -> None:
     first = _outcomes(seed=11)
     assert first == _outcomes(seed=11)
     assert first != _outcomes(seed=12)
     assert set(first) == {"ok", "TooManyRequestsException", "ServerException"}
 
 
-def test_latency_delays_every_aws_answer():
+def test_latency_delays_every_aws_answer() -> None:
     with faulty(latency_ms=150) as endpoint:
         started = time.monotonic()
         endpoint.batch.describe_job_queues()
@@ -142,7 +142,7 @@ def test_latency_delays_every_aws_answer():
         assert time.monotonic() - started < 0.15
 
 
-def test_invalid_fault_options_are_refused():
+def test_invalid_fault_options_are_refused() -> None:
     with pytest.raises(ValueError, match=r"--throttle-rate must be from 0 to 1, got 1\.5"):
         Emulator(EmulatorOptions(faults=FaultOptions(throttle_rate=1.5)))
     problems = FaultOptions(throttle_rate=0.6, error_rate=0.6, capacity_error_rate=1).problems()
@@ -152,7 +152,7 @@ def test_invalid_fault_options_are_refused():
     ]
 
 
-def test_the_command_refuses_bad_fault_options(capsys):
+def test_the_command_refuses_bad_fault_options(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["emulator", "--throttle-rate", "2", "--capacity-error-rate", "1"]) == 2
     assert capsys.readouterr().err.splitlines() == [
         "--throttle-rate must be from 0 to 1, got 2",

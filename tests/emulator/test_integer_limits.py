@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from tests.emulator.conftest import P4D, QUEUE, status, submit, training_payload
+from tests.emulator.conftest import P4D, QUEUE, Endpoint, status, submit, training_payload
 
 TOO_BIG = 2**31
 LARGEST = 2**31 - 1
@@ -49,7 +49,7 @@ def _share(**changes: Any) -> dict[str, Any]:
     }
 
 
-def test_quota_share_capacity_and_borrow_limit(endpoint):
+def test_quota_share_capacity_and_borrow_limit(endpoint: Endpoint) -> None:
     batch = endpoint.batch
     capacity = [{"capacityUnit": P4D, "maxCapacity": TOO_BIG}]
     assert _refused(batch.create_quota_share, **_share(capacityLimits=capacity)) == _too_big(
@@ -66,7 +66,7 @@ def test_quota_share_capacity_and_borrow_limit(endpoint):
         "Member must have value greater than or equal to -2147483648"
     )
     nlp = f"arn:aws:batch:us-east-1:123456789012:job-queue/{QUEUE}/quota-share/nlp"
-    update = {"quotaShareArn": nlp, "capacityLimits": capacity}
+    update: dict[str, Any] = {"quotaShareArn": nlp, "capacityLimits": capacity}
     assert _refused(batch.update_quota_share, **update) == _too_big("capacityLimits.1.maxCapacity")
     assert [
         s["quotaShareName"] for s in batch.list_quota_shares(jobQueue=QUEUE)["quotaShares"]
@@ -76,7 +76,7 @@ def test_quota_share_capacity_and_borrow_limit(endpoint):
     ]
 
 
-def test_the_largest_32_bit_borrow_limit_is_taken(endpoint):
+def test_the_largest_32_bit_borrow_limit_is_taken(endpoint: Endpoint) -> None:
     sharing = {"strategy": "LEND_AND_BORROW", "borrowLimit": LARGEST}
     endpoint.batch.create_quota_share(**_share(resourceSharingConfiguration=sharing))
     share = endpoint.batch.describe_quota_share(
@@ -85,7 +85,7 @@ def test_the_largest_32_bit_borrow_limit_is_taken(endpoint):
     assert share["resourceSharingConfiguration"]["borrowLimit"] == LARGEST
 
 
-def test_environment_capacity_and_queue_priority(bare_endpoint):
+def test_environment_capacity_and_queue_priority(bare_endpoint: Endpoint) -> None:
     batch = bare_endpoint.batch
     assert _refused(
         batch.create_service_environment,
@@ -108,7 +108,7 @@ def test_environment_capacity_and_queue_priority(bare_endpoint):
     assert batch.describe_service_environments()["serviceEnvironments"] == []
 
 
-def test_service_job_numbers(endpoint):
+def test_service_job_numbers(endpoint: Endpoint) -> None:
     batch = endpoint.batch
     base = {
         "jobName": "job",
@@ -141,7 +141,7 @@ def test_service_job_numbers(endpoint):
     assert status(batch, job_id) == "SUBMITTED"
 
 
-def test_a_training_job_instance_count(endpoint):
+def test_a_training_job_instance_count(endpoint: Endpoint) -> None:
     payload = training_payload()
     payload["ResourceConfig"]["InstanceCount"] = TOO_BIG
     message = _refused(endpoint.sagemaker.create_training_job, "ValidationException", **payload)

@@ -9,10 +9,13 @@ ClientException an unknown job gets.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import pytest
 from botocore.exceptions import ClientError
 
-from tests.emulator.conftest import TWO_SHARES, make_client, serve, status, submit
+from tests.emulator.conftest import TWO_SHARES, Endpoint, make_client, serve, status, submit
 
 FOREIGN_ARNS = (
     "arn:aws:batch:eu-west-1:123456789012:service-job/{id}",
@@ -27,7 +30,7 @@ MALFORMED_ARNS = (
 )
 
 
-def _refusal(call, **params) -> str:
+def _refusal(call: Callable[..., Any], **params: Any) -> str:
     with pytest.raises(ClientError) as raised:
         call(**params)
     error = raised.value.response["Error"]
@@ -39,13 +42,13 @@ def _refusal(call, **params) -> str:
     return message
 
 
-def _arn_of(endpoint, job_id: str) -> str:
+def _arn_of(endpoint: Endpoint, job_id: str) -> str:
     arn: str = endpoint.batch.describe_service_job(jobId=job_id)["jobArn"]
     assert arn == f"arn:aws:batch:us-east-1:123456789012:service-job/{job_id}"
     return arn
 
 
-def test_describe_update_and_terminate_take_the_arn(endpoint):
+def test_describe_update_and_terminate_take_the_arn(endpoint: Endpoint) -> None:
     batch = endpoint.batch
     blocker = submit(batch, "nlp", 4, duration=100)
     waiting = submit(batch, "nlp", 1, name="waiting")
@@ -70,7 +73,7 @@ def test_describe_update_and_terminate_take_the_arn(endpoint):
     assert status(batch, blocker) == "SCHEDULED"
 
 
-def test_terminate_many_takes_ids_and_arns(endpoint):
+def test_terminate_many_takes_ids_and_arns(endpoint: Endpoint) -> None:
     batch = endpoint.batch
     by_id = submit(batch, "nlp", 1, name="by-id")
     by_arn = submit(batch, "nlp", 1, name="by-arn")
@@ -96,7 +99,9 @@ def test_terminate_many_takes_ids_and_arns(endpoint):
 
 
 @pytest.mark.parametrize("template", FOREIGN_ARNS)
-def test_another_accounts_or_regions_arn_names_no_job_here(endpoint, template):
+def test_another_accounts_or_regions_arn_names_no_job_here(
+    endpoint: Endpoint, template: str
+) -> None:
     batch = endpoint.batch
     job_id = submit(batch, "nlp", 1)
     foreign = template.format(id=job_id)
@@ -108,7 +113,7 @@ def test_another_accounts_or_regions_arn_names_no_job_here(endpoint, template):
 
 
 @pytest.mark.parametrize("template", MALFORMED_ARNS)
-def test_an_arn_that_is_not_a_service_jobs_is_refused(endpoint, template):
+def test_an_arn_that_is_not_a_service_jobs_is_refused(endpoint: Endpoint, template: str) -> None:
     batch = endpoint.batch
     job_id = submit(batch, "nlp", 1)
     malformed = template.format(id=job_id)
@@ -122,14 +127,14 @@ def test_an_arn_that_is_not_a_service_jobs_is_refused(endpoint, template):
     assert status(batch, job_id) == "SUBMITTED"
 
 
-def test_an_unknown_job_id_in_an_arn_of_this_account(endpoint):
+def test_an_unknown_job_id_in_an_arn_of_this_account(endpoint: Endpoint) -> None:
     unknown = "arn:aws:batch:us-east-1:123456789012:service-job/no-such-job"
     assert _refusal(endpoint.batch.describe_service_job, jobId=unknown) == (
         f"service job {unknown} does not exist"
     )
 
 
-def test_the_region_the_endpoint_serves_is_the_arns_region():
+def test_the_region_the_endpoint_serves_is_the_arns_region() -> None:
     served = serve(TWO_SHARES, region="eu-west-1")
     endpoint = next(served)
     try:

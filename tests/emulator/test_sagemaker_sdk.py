@@ -12,7 +12,7 @@ from __future__ import annotations
 import boto3
 import pytest
 
-from tests.emulator.conftest import QUEUE, status, submit
+from tests.emulator.conftest import QUEUE, Endpoint, status, submit
 
 training_queue = pytest.importorskip(
     "sagemaker.train.aws_batch.training_queue",
@@ -22,7 +22,7 @@ training_queue = pytest.importorskip(
 
 
 @pytest.fixture
-def sdk_environment(endpoint, monkeypatch):
+def sdk_environment(endpoint: Endpoint, monkeypatch: pytest.MonkeyPatch) -> Endpoint:
     """Point every ``boto3.client("batch")`` of this process at the endpoint."""
     monkeypatch.setenv("AWS_ENDPOINT_URL_BATCH", endpoint.url)
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
@@ -33,7 +33,9 @@ def sdk_environment(endpoint, monkeypatch):
     return endpoint
 
 
-def test_a_queued_job_is_described_updated_and_terminated_by_its_arn(sdk_environment):
+def test_a_queued_job_is_described_updated_and_terminated_by_its_arn(
+    sdk_environment: Endpoint,
+) -> None:
     endpoint = sdk_environment
     blocker = submit(endpoint.batch, "nlp", 4, name="blocker", duration=100)
     job_id = submit(endpoint.batch, "nlp", 1, name="sdk-job")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from airflow_quota_provider.core.model import QueueConfig, Share, Sharing
-from tests.emulator.conftest import P4D, QUEUE, serve, status, submit, training_payload
+from tests.emulator.conftest import P4D, QUEUE, Endpoint, serve, status, submit, training_payload
 
 IN_SHARE = QueueConfig(
     job_queue=QUEUE,
@@ -15,7 +15,7 @@ IN_SHARE = QueueConfig(
 )
 
 
-def test_a_higher_priority_job_preempts_in_its_share():
+def test_a_higher_priority_job_preempts_in_its_share() -> None:
     for endpoint in serve(IN_SHARE):
         batch = endpoint.batch
         low = submit(batch, "nlp", 4, schedulingPriority=1, duration=3600)
@@ -30,7 +30,7 @@ def test_a_higher_priority_job_preempts_in_its_share():
         assert (status(batch, low), status(batch, urgent)) == ("RUNNABLE", "SCHEDULED")
 
 
-def test_lowering_a_share_makes_its_jobs_preemptible(endpoint):
+def test_lowering_a_share_makes_its_jobs_preemptible(endpoint: Endpoint) -> None:
     """Lowering a share does not stop its jobs by itself; the next job that needs the
     capacity preempts them (CAPACITY_REDUCED), and one that no longer fits fails."""
     batch = endpoint.batch
@@ -58,7 +58,7 @@ def test_lowering_a_share_makes_its_jobs_preemptible(endpoint):
     assert status(batch, owner) == "SCHEDULED"
 
 
-def test_a_failed_attempt_is_retried_while_attempts_remain(endpoint):
+def test_a_failed_attempt_is_retried_while_attempts_remain(endpoint: Endpoint) -> None:
     batch = endpoint.batch
     job = submit(
         batch,
@@ -78,7 +78,7 @@ def test_a_failed_attempt_is_retried_while_attempts_remain(endpoint):
     assert len(described["attempts"]) == 2
 
 
-def test_evaluate_on_exit_can_stop_retries(endpoint):
+def test_evaluate_on_exit_can_stop_retries(endpoint: Endpoint) -> None:
     batch = endpoint.batch
     job = submit(
         batch,
@@ -94,7 +94,7 @@ def test_evaluate_on_exit_can_stop_retries(endpoint):
     assert (described["status"], len(described["attempts"])) == ("FAILED", 1)
 
 
-def test_an_attempt_longer_than_its_timeout_is_stopped(endpoint):
+def test_an_attempt_longer_than_its_timeout_is_stopped(endpoint: Endpoint) -> None:
     batch = endpoint.batch
     job = submit(batch, "nlp", duration=3600, timeoutConfig={"attemptDurationSeconds": 60})
     endpoint.advance(1 + 60 + 2)
@@ -103,7 +103,7 @@ def test_an_attempt_longer_than_its_timeout_is_stopped(endpoint):
     assert described["statusReason"] == "Job attempt duration exceeded timeout (60 seconds)"
 
 
-def test_a_payload_sagemaker_refuses_fails_the_job_when_dispatched(endpoint):
+def test_a_payload_sagemaker_refuses_fails_the_job_when_dispatched(endpoint: Endpoint) -> None:
     """Batch passes the payload through unchecked; SageMaker's validation fails the job."""
     payload = training_payload()
     del payload["RoleArn"]
@@ -118,7 +118,7 @@ def test_a_payload_sagemaker_refuses_fails_the_job_when_dispatched(endpoint):
     )
 
 
-def test_service_job_tags_reach_the_training_job_and_win(endpoint):
+def test_service_job_tags_reach_the_training_job_and_win(endpoint: Endpoint) -> None:
     payload = training_payload(Tags=[{"Key": "emulator:duration-seconds", "Value": "1000"}])
     job = submit(endpoint.batch, "nlp", payload=payload, duration=30)
     endpoint.advance(1)
@@ -130,7 +130,7 @@ def test_service_job_tags_reach_the_training_job_and_win(endpoint):
     assert status(endpoint.batch, job) == "SUCCEEDED"
 
 
-def test_a_queue_without_quota_shares_dispatches_by_priority(bare_endpoint):
+def test_a_queue_without_quota_shares_dispatches_by_priority(bare_endpoint: Endpoint) -> None:
     batch = bare_endpoint.batch
     batch.create_service_environment(
         serviceEnvironmentName="env",
@@ -161,7 +161,7 @@ def test_a_queue_without_quota_shares_dispatches_by_priority(bare_endpoint):
     assert "quotaShareName" not in batch.describe_service_job(jobId=high)
 
 
-def test_a_disabled_environment_starts_no_jobs(endpoint):
+def test_a_disabled_environment_starts_no_jobs(endpoint: Endpoint) -> None:
     batch = endpoint.batch
     batch.update_service_environment(serviceEnvironment=f"{QUEUE}-env", state="DISABLED")
     job = submit(batch, "nlp")

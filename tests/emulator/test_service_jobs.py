@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
 
-from tests.emulator.conftest import P4D, QUEUE, status, submit, training_payload
+from tests.emulator.conftest import P4D, QUEUE, Endpoint, status, submit, training_payload
 
 
-def _refused(call, **params) -> str:
+def _refused(call: Callable[..., Any], **params: Any) -> str:
     with pytest.raises(ClientError) as raised:
         call(**params)
     assert raised.value.response["Error"]["Code"] == "ClientException"
@@ -19,7 +21,7 @@ def _refused(call, **params) -> str:
     return message
 
 
-def _submit_params(**extra) -> dict:
+def _submit_params(**extra: Any) -> dict[str, Any]:
     return {
         "jobName": "job",
         "jobQueue": QUEUE,
@@ -30,7 +32,7 @@ def _submit_params(**extra) -> dict:
     }
 
 
-def test_describe_a_new_job(endpoint):
+def test_describe_a_new_job(endpoint: Endpoint) -> None:
     job_id = submit(endpoint.batch, "nlp", 2, name="first", schedulingPriority=7)
     described = endpoint.batch.describe_service_job(jobId=job_id)
     del described["ResponseMetadata"]
@@ -53,7 +55,7 @@ def test_describe_a_new_job(endpoint):
     assert created == endpoint.advance(0)["now_millis"]
 
 
-def test_the_same_client_token_returns_the_same_job(endpoint):
+def test_the_same_client_token_returns_the_same_job(endpoint: Endpoint) -> None:
     first = endpoint.batch.submit_service_job(**_submit_params(clientToken="token-1"))
     again = endpoint.batch.submit_service_job(**_submit_params(clientToken="token-1"))
     assert again["jobId"] == first["jobId"]
@@ -122,11 +124,13 @@ def test_the_same_client_token_returns_the_same_job(endpoint):
         pytest.param({"jobQueue": "nope"}, "job queue nope does not exist", id="unknown queue"),
     ],
 )
-def test_submissions_that_could_never_run_are_refused(endpoint, extra, message):
+def test_submissions_that_could_never_run_are_refused(
+    endpoint: Endpoint, extra: Any, message: str
+) -> None:
     assert _refused(endpoint.batch.submit_service_job, **_submit_params(**extra)) == message
 
 
-def test_quota_share_name_is_required_on_a_quota_queue(endpoint):
+def test_quota_share_name_is_required_on_a_quota_queue(endpoint: Endpoint) -> None:
     params = _submit_params()
     del params["quotaShareName"]
     assert _refused(endpoint.batch.submit_service_job, **params) == (
@@ -134,14 +138,14 @@ def test_quota_share_name_is_required_on_a_quota_queue(endpoint):
     )
 
 
-def test_a_disabled_queue_accepts_no_jobs(endpoint):
+def test_a_disabled_queue_accepts_no_jobs(endpoint: Endpoint) -> None:
     endpoint.batch.update_job_queue(jobQueue=QUEUE, state="DISABLED")
     assert _refused(endpoint.batch.submit_service_job, **_submit_params()) == (
         "job queue ml-training is DISABLED and accepts no new jobs"
     )
 
 
-def test_list_filters_and_pages(endpoint):
+def test_list_filters_and_pages(endpoint: Endpoint) -> None:
     batch = endpoint.batch
     ids = [submit(batch, "nlp", 1, name=f"train-{i}") for i in range(5)]
     others = [submit(batch, "vision", 1, name="Eval")]
@@ -151,7 +155,7 @@ def test_list_filters_and_pages(endpoint):
     assert "RUNNING" not in {j["status"] for j in listed}
     assert batch.list_service_jobs(jobQueue=QUEUE)["jobSummaryList"] == []  # RUNNING by default
 
-    def names(**params) -> list[str]:
+    def names(**params: Any) -> list[str]:
         found = batch.list_service_jobs(jobQueue=QUEUE, **params)["jobSummaryList"]
         return [j["jobName"] for j in found]
 
@@ -186,7 +190,7 @@ def test_list_filters_and_pages(endpoint):
     )
 
 
-def test_update_priority_reorders_a_share(endpoint):
+def test_update_priority_reorders_a_share(endpoint: Endpoint) -> None:
     batch = endpoint.batch
     blocker = submit(batch, "nlp", 4, duration=100)
     endpoint.advance(1)
@@ -207,7 +211,7 @@ def test_update_priority_reorders_a_share(endpoint):
     )
 
 
-def test_terminate_a_waiting_and_a_running_job(endpoint):
+def test_terminate_a_waiting_and_a_running_job(endpoint: Endpoint) -> None:
     batch = endpoint.batch
     running = submit(batch, "nlp", 4)
     endpoint.advance(1)
@@ -234,7 +238,7 @@ def test_terminate_a_waiting_and_a_running_job(endpoint):
     )
 
 
-def test_concurrent_submissions_are_all_accounted_for(endpoint):
+def test_concurrent_submissions_are_all_accounted_for(endpoint: Endpoint) -> None:
     """The server is threaded; one lock keeps every submission and clientToken exact."""
 
     def submit_many(worker: int) -> list[str]:

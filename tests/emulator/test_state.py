@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any
@@ -181,7 +181,7 @@ def play(state: Path | None, *, restart: bool) -> tuple[dict[str, Any], dict[str
         return before, everything(url)
 
 
-def test_a_restart_loses_nothing_and_jobs_finish_when_they_would_have(tmp_path):
+def test_a_restart_loses_nothing_and_jobs_finish_when_they_would_have(tmp_path: Path) -> None:
     state = tmp_path / "state.sqlite"
     before, after = play(state, restart=True)
     _, uninterrupted = play(None, restart=False)
@@ -203,7 +203,7 @@ def test_a_restart_loses_nothing_and_jobs_finish_when_they_would_have(tmp_path):
     assert len(resumed) == 1  # the borrower's second attempt, from its saved work
 
 
-def test_client_tokens_survive_a_restart(tmp_path):
+def test_client_tokens_survive_a_restart(tmp_path: Path) -> None:
     state = tmp_path / "state.sqlite"
     with served(state) as (url, _):
         job_id = _submit(make_client(url, "batch"), "once", "nlp", 1, 60)
@@ -213,7 +213,7 @@ def test_client_tokens_survive_a_restart(tmp_path):
         assert len(list_all_jobs(make_client(url, "batch"))) == 1
 
 
-def test_the_clock_resumes_where_it_stopped_not_where_the_wall_clock_is(tmp_path):
+def test_the_clock_resumes_where_it_stopped_not_where_the_wall_clock_is(tmp_path: Path) -> None:
     state = tmp_path / "state.sqlite"
     with local_endpoint(TWO_SHARES, time_scale=10_000, state=state) as url:
         time.sleep(0.05)
@@ -233,7 +233,7 @@ def _clock(url: str) -> float:
     return now
 
 
-def test_a_state_file_of_another_format_is_refused(tmp_path):
+def test_a_state_file_of_another_format_is_refused(tmp_path: Path) -> None:
     state = tmp_path / "state.sqlite"
     with local_endpoint(None, time_scale=0, state=state):
         pass
@@ -278,7 +278,9 @@ def _in_a_missing_directory(tmp_path: Path) -> Path:
     ],
     ids=["not SQLite", "a row not JSON", "a directory", "in a missing directory"],
 )
-def test_a_state_file_that_cannot_be_used_is_one_line_saying_why(tmp_path, capsys, make, reason):
+def test_a_state_file_that_cannot_be_used_is_one_line_saying_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], make: Callable[[Path], Path], reason: str
+) -> None:
     state = make(tmp_path)
     assert main(["emulator", "--port", "0", "--time-scale", "0", "--state", str(state)]) == 1
     error = capsys.readouterr().err
@@ -310,7 +312,7 @@ def _stop(process: subprocess.Popen[str]) -> None:
     assert process.wait(timeout=10) == 0
 
 
-def test_the_command_keeps_its_state_across_a_restart(tmp_path):
+def test_the_command_keeps_its_state_across_a_restart(tmp_path: Path) -> None:
     config, state = tmp_path / "quota.yaml", tmp_path / "state.sqlite"
     config.write_text(CONFIG)
     arguments = ["--port", "0", "--time-scale", "0", "--config", str(config), "--state", str(state)]
@@ -345,7 +347,9 @@ def test_the_command_keeps_its_state_across_a_restart(tmp_path):
         _stop(process)
 
 
-def test_a_second_endpoint_on_the_same_file_is_refused_and_the_first_keeps_it(tmp_path):
+def test_a_second_endpoint_on_the_same_file_is_refused_and_the_first_keeps_it(
+    tmp_path: Path,
+) -> None:
     state = tmp_path / "state.sqlite"
     first = StateFile(state)
     try:
@@ -356,7 +360,7 @@ def test_a_second_endpoint_on_the_same_file_is_refused_and_the_first_keeps_it(tm
     StateFile(state).close()  # free again once the first has closed
 
 
-def test_the_command_refuses_a_state_file_another_endpoint_uses(tmp_path):
+def test_the_command_refuses_a_state_file_another_endpoint_uses(tmp_path: Path) -> None:
     state = tmp_path / "state.sqlite"
     arguments = ["--port", "0", "--time-scale", "0", "--state", str(state)]
     process, _ = _start_cli(arguments)

@@ -189,8 +189,8 @@ def described(endpoint: Endpoint, ids: dict[str, str]) -> dict[str, Any]:
 
 
 def test_after_every_request_the_file_holds_what_a_full_save_would_and_a_restart_rebuilds_it(
-    tmp_path,
-):
+    tmp_path: Path,
+) -> None:
     state = tmp_path / "state.sqlite"
     with endpoint_on(state) as endpoint:
         checks = FileChecks(endpoint, state)
@@ -239,7 +239,9 @@ def written(state: Path) -> list[tuple[str, str, str]]:
     return [tuple(row) for row in rows]
 
 
-def test_a_change_to_one_record_writes_that_record_and_a_read_writes_nothing(tmp_path):
+def test_a_change_to_one_record_writes_that_record_and_a_read_writes_nothing(
+    tmp_path: Path,
+) -> None:
     state = tmp_path / "state.sqlite"
     with endpoint_on(state) as endpoint:
         batch = endpoint.batch
@@ -278,8 +280,8 @@ def test_a_change_to_one_record_writes_that_record_and_a_read_writes_nothing(tmp
 
 
 def test_a_save_that_fails_leaves_the_file_as_it_was_and_the_next_one_writes_what_it_missed(
-    tmp_path,
-):
+    tmp_path: Path,
+) -> None:
     state = tmp_path / "state.sqlite"
     with endpoint_on(state) as endpoint:
         batch = endpoint.batch
@@ -307,7 +309,9 @@ FORMAT_1 = Path(__file__).with_name("state_format_1.jsonl")
 """Rows an emulator of format 1 (each queue's jobs in one row) saved after ``first_half()``."""
 
 
-def test_a_format_1_file_is_rewritten_at_start_and_plays_on_as_if_never_stopped(tmp_path):
+def test_a_format_1_file_is_rewritten_at_start_and_plays_on_as_if_never_stopped(
+    tmp_path: Path,
+) -> None:
     state = tmp_path / "state.sqlite"
     rows = [json.loads(line) for line in FORMAT_1.read_text().splitlines()]
     with closing(sqlite3.connect(state)) as db, db:

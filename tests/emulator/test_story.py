@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import time
+from typing import Any
 
 from tests.emulator.conftest import (
     G5,
@@ -32,12 +33,15 @@ def _listed(endpoint: Endpoint, job_status: str) -> list[str]:
     return [job["jobName"] for job in jobs["jobSummaryList"]]
 
 
-def _training(endpoint: Endpoint, job_id: str, attempt: int) -> dict:
+def _training(endpoint: Endpoint, job_id: str, attempt: int) -> dict[str, Any]:
     job = endpoint.batch.describe_service_job(jobId=job_id)
     arn = job["attempts"][attempt]["serviceResourceId"]["value"]
     name = arn.rsplit("/", 1)[1]
     training = endpoint.sagemaker.list_training_jobs(NameContains=name)["TrainingJobSummaries"]
-    return endpoint.sagemaker.describe_training_job(TrainingJobName=training[0]["TrainingJobName"])
+    described: dict[str, Any] = endpoint.sagemaker.describe_training_job(
+        TrainingJobName=training[0]["TrainingJobName"]
+    )
+    return described
 
 
 def _submit_borrower(endpoint: Endpoint) -> str:
@@ -52,7 +56,9 @@ def _submit_borrower(endpoint: Endpoint) -> str:
     )
 
 
-def test_the_borrower_is_preempted_requeued_and_resumes_from_its_checkpoint(endpoint):
+def test_the_borrower_is_preempted_requeued_and_resumes_from_its_checkpoint(
+    endpoint: Endpoint,
+) -> None:
     batch = endpoint.batch
     vision = _submit_borrower(endpoint)
     assert status(batch, vision) == "SUBMITTED"
@@ -126,7 +132,7 @@ def test_the_borrower_is_preempted_requeued_and_resumes_from_its_checkpoint(endp
     assert statuses == ["Stopped", "Completed", "Completed"]
 
 
-def test_a_job_out_of_preemption_retries_fails(endpoint):
+def test_a_job_out_of_preemption_retries_fails(endpoint: Endpoint) -> None:
     batch = endpoint.batch
     vision = submit(
         batch,
@@ -146,7 +152,7 @@ def test_a_job_out_of_preemption_retries_fails(endpoint):
     assert described["preemptionSummary"]["preemptedAttemptCount"] == 1
 
 
-def test_with_an_accelerated_clock_jobs_finish_on_their_own():
+def test_with_an_accelerated_clock_jobs_finish_on_their_own() -> None:
     """At 3600x an hour of training takes a second of real time: no clock endpoint needed."""
     for endpoint in serve(TWO_SHARES, time_scale=3600):
         batch = make_client(endpoint.url, "batch")

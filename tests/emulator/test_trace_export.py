@@ -41,7 +41,7 @@ def rows_of(path: Path) -> dict[str, dict[str, str]]:
 
 
 def test_finished_jobs_become_rows_and_a_job_that_never_ran_is_counted(
-    endpoint, tmp_path: Path
+    endpoint: Endpoint, tmp_path: Path
 ) -> None:
     first = submit(endpoint.batch, "nlp", 2, name="a", duration=60, schedulingPriority=5)
     second = submit(
@@ -73,7 +73,7 @@ def test_finished_jobs_become_rows_and_a_job_that_never_ran_is_counted(
     assert sorted(job.id for job in read_trace(output).jobs) == sorted([first, second])
 
 
-def test_an_unknown_queue_is_an_error_naming_it(endpoint) -> None:
+def test_an_unknown_queue_is_an_error_naming_it(endpoint: Endpoint) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "airflow_quota_provider.cli", "trace", "export",
          "--job-queue", "nope", "--endpoint-url", endpoint.url, "--region", "us-east-1"],

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from botocore.exceptions import ClientError
 
-from tests.emulator.conftest import P4D, serve, training_payload
+from tests.emulator.conftest import P4D, Endpoint, serve, training_payload
 
 
-def _create(sagemaker, name: str, instances: int = 1, tags: dict[str, str] | None = None) -> str:
+def _create(
+    sagemaker: Any, name: str, instances: int = 1, tags: dict[str, str] | None = None
+) -> str:
     request = training_payload(instances, TrainingJobName=name)
     if tags:
         request["Tags"] = [{"Key": key, "Value": value} for key, value in tags.items()]
@@ -16,12 +20,12 @@ def _create(sagemaker, name: str, instances: int = 1, tags: dict[str, str] | Non
     return arn
 
 
-def _state(sagemaker, name: str) -> tuple[str, str]:
+def _state(sagemaker: Any, name: str) -> tuple[str, str]:
     job = sagemaker.describe_training_job(TrainingJobName=name)
     return job["TrainingJobStatus"], job["SecondaryStatus"]
 
 
-def test_lifecycle_of_a_training_job(bare_endpoint):
+def test_lifecycle_of_a_training_job(bare_endpoint: Endpoint) -> None:
     sagemaker = bare_endpoint.sagemaker
     arn = _create(sagemaker, "My-Job", tags={"emulator:duration-seconds": "100"})
     assert arn == "arn:aws:sagemaker:us-east-1:123456789012:training-job/my-job"
@@ -47,7 +51,7 @@ def test_lifecycle_of_a_training_job(bare_endpoint):
     assert (job["TrainingEndTime"] - job["TrainingStartTime"]).total_seconds() == 100
 
 
-def test_a_job_fails_after_the_tagged_time(bare_endpoint):
+def test_a_job_fails_after_the_tagged_time(bare_endpoint: Endpoint) -> None:
     sagemaker = bare_endpoint.sagemaker
     _create(sagemaker, "flaky", tags={"emulator:fail-after-seconds": "30"})
     bare_endpoint.advance(4 + 2 + 30)
@@ -59,7 +63,7 @@ def test_a_job_fails_after_the_tagged_time(bare_endpoint):
     )
 
 
-def test_stop_a_job(bare_endpoint):
+def test_stop_a_job(bare_endpoint: Endpoint) -> None:
     sagemaker = bare_endpoint.sagemaker
     _create(sagemaker, "stop-me")
     sagemaker.stop_training_job(TrainingJobName="stop-me")
@@ -74,14 +78,14 @@ def test_stop_a_job(bare_endpoint):
     }
 
 
-def test_names_are_unique(bare_endpoint):
+def test_names_are_unique(bare_endpoint: Endpoint) -> None:
     _create(bare_endpoint.sagemaker, "taken")
     with pytest.raises(ClientError) as raised:
         _create(bare_endpoint.sagemaker, "taken")
     assert raised.value.response["Error"]["Code"] == "ResourceInUse"
 
 
-def test_names_ignore_case_as_in_the_arn(bare_endpoint):
+def test_names_ignore_case_as_in_the_arn(bare_endpoint: Endpoint) -> None:
     sagemaker = bare_endpoint.sagemaker
     arn = _create(sagemaker, "Vision-Pretrain")
     assert arn.endswith("/vision-pretrain")
@@ -92,7 +96,7 @@ def test_names_ignore_case_as_in_the_arn(bare_endpoint):
     assert raised.value.response["Error"]["Code"] == "ResourceInUse"
 
 
-def test_instance_limits_bound_direct_creates():
+def test_instance_limits_bound_direct_creates() -> None:
     for endpoint in serve(None, instance_limits={P4D: 3}):
         _create(endpoint.sagemaker, "a", 2)
         with pytest.raises(ClientError) as raised:
@@ -107,14 +111,14 @@ def test_instance_limits_bound_direct_creates():
         _create(endpoint.sagemaker, "b", 2)
 
 
-def test_list_filters_sorts_and_pages(bare_endpoint):
+def test_list_filters_sorts_and_pages(bare_endpoint: Endpoint) -> None:
     sagemaker = bare_endpoint.sagemaker
     for name in ("alpha", "beta", "gamma"):
         _create(sagemaker, name)
         bare_endpoint.advance(1)
     sagemaker.stop_training_job(TrainingJobName="beta")
 
-    def names(**params) -> list[str]:
+    def names(**params: Any) -> list[str]:
         found = sagemaker.list_training_jobs(**params)["TrainingJobSummaries"]
         return [job["TrainingJobName"] for job in found]
 
@@ -130,7 +134,7 @@ def test_list_filters_sorts_and_pages(bare_endpoint):
     ]
 
 
-def test_a_bad_timing_tag_is_refused(bare_endpoint):
+def test_a_bad_timing_tag_is_refused(bare_endpoint: Endpoint) -> None:
     with pytest.raises(ClientError) as raised:
         _create(bare_endpoint.sagemaker, "x", tags={"emulator:duration-seconds": "-5"})
     assert raised.value.response["Error"] == {
@@ -139,7 +143,9 @@ def test_a_bad_timing_tag_is_refused(bare_endpoint):
     }
 
 
-def test_list_tags_of_a_training_job_lists_them_all_and_names_an_unknown_arn(bare_endpoint):
+def test_list_tags_of_a_training_job_lists_them_all_and_names_an_unknown_arn(
+    bare_endpoint: Endpoint,
+) -> None:
     sagemaker = bare_endpoint.sagemaker
     tags = {f"team:{n:02d}": str(n) for n in range(50)}  # SageMaker's most
     arn = _create(sagemaker, "tagged", tags=tags)

@@ -38,7 +38,7 @@ def managers_db() -> Iterator[str]:
         yield plain(url)
 
 
-def query(url: str, sql: str) -> list[Row[Any]]:
+def query(url: str, sql: str) -> list[Row[*tuple[Any, ...]]]:
     """The rows of one query on the database at ``url``."""
     engine = engine_for(url)
     try:

@@ -316,13 +316,13 @@ def chaos_plan() -> list[tuple[Wave, Wave]]:
     """Waves of runs: first one team floods (a, or b, borrowing what the others leave
     idle), then the other two teams' runs arrive and take back what they own."""
     shuffle = random.Random(20261205)
-    waves = []
+    waves: list[tuple[Wave, Wave]] = []
     for n in range(WAVES):
         flood_team = "ab"[n % 2]
         others = [team for team in TEAMS if team != flood_team]
         # the flood's tasks last long enough to still borrow when the owners come back
-        flood = [(f"celery_locks_{flood_team}", shuffle.choice([3, 4, 5])) for _ in range(3)]
-        back = [(f"celery_locks_{team}", shuffle.choice([1, 2])) for team in others]
+        flood: Wave = [(f"celery_locks_{flood_team}", shuffle.choice([3, 4, 5])) for _ in range(3)]
+        back: Wave = [(f"celery_locks_{team}", shuffle.choice([1, 2])) for team in others]
         if n < TRAINING_RUNS:  # a-train borrows, b-train and c-train reclaim
             team = "aabc"[n % 4]
             flood.append((f"celery_training_{team}", shuffle.choice([600, 900])))

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import pytest
 
 from airflow_quota_provider.core.model import IdleAssignment, ShareState, Sharing, VictimOrder
 from airflow_quota_provider.exceptions import Problem
-from airflow_quota_provider.sync.changes import Change, PolicyArn
+from airflow_quota_provider.sync.changes import Change, Plan, PolicyArn
 from airflow_quota_provider.sync.plan import plan
 from airflow_quota_provider.sync.render import plan_lines
 from airflow_quota_provider.sync.snapshot import AwsState
@@ -291,9 +290,9 @@ def test_plan(case: Case) -> None:
     assert result.warnings == case.want_warnings
 
 
-def calls(result: Any) -> list[tuple[str, Any]]:
+def calls(result: Plan) -> list[tuple[str, str, dict[str, int] | None]]:
     """Each call's operation and capacity limits (or name), in order."""
-    shown = []
+    shown: list[tuple[str, str, dict[str, int] | None]] = []
     for call in result.calls:
         limits = call.params.get("capacityLimits")
         what = {c["capacityUnit"]: c["maxCapacity"] for c in limits} if limits else None
@@ -302,7 +301,9 @@ def calls(result: Any) -> list[tuple[str, Any]]:
     return shown
 
 
-def test_an_empty_account_is_created_in_dependency_order_and_the_queue_waits_for_the_policy_arn():
+def test_an_empty_account_is_created_in_dependency_order_and_the_queue_waits_for_the_policy_arn() -> (  # noqa: E501
+    None
+):
     result = plan(TWO, AwsState())
     assert [c.operation for c in result.calls] == [
         "CreateServiceEnvironment",
@@ -314,7 +315,7 @@ def test_an_empty_account_is_created_in_dependency_order_and_the_queue_waits_for
     assert result.calls[2].params["schedulingPolicyArn"] == PolicyArn(f"{QUEUE}-policy")
 
 
-def test_shares_trading_capacity_are_lowered_around_the_environment_and_raised_after():
+def test_shares_trading_capacity_are_lowered_around_the_environment_and_raised_after() -> None:
     """nlp gives up p4d for g5, vision takes p4d; the environment drops some p4d and adds g5.
     No call may leave the shares owning more than the environment has."""
     before = target(nlp(capacity={P4D: 8}), vision(capacity={P4D: 6}), capacity={P4D: 16})
@@ -334,7 +335,7 @@ def test_shares_trading_capacity_are_lowered_around_the_environment_and_raised_a
     )
 
 
-def test_deletes_come_before_the_raises_that_need_their_capacity():
+def test_deletes_come_before_the_raises_that_need_their_capacity() -> None:
     before = target(nlp(), OLD)
     after = target(nlp(capacity={P4D: 10}))
     assert calls(plan(after, synced(before))) == [

@@ -48,8 +48,8 @@ def shares(endpoint: Endpoint) -> dict[str, Any]:
 
 
 def test_apply_to_an_empty_account_creates_everything_and_a_second_apply_does_nothing(
-    bare_endpoint, tmp_path, capsys
-):
+    bare_endpoint: Endpoint, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = write(tmp_path, CONFIG)
     assert run(capsys, bare_endpoint, "plan", path)[0] == 2
     code, out, _ = run(capsys, bare_endpoint, "apply", path)
@@ -87,7 +87,9 @@ def _writes(stats: dict[str, Any]) -> dict[str, Any]:
     return {op: n for op, n in stats["operations"].items() if op.startswith(changing)}
 
 
-def test_a_config_made_for_the_emulator_plans_no_changes_against_it(endpoint, tmp_path, capsys):
+def test_a_config_made_for_the_emulator_plans_no_changes_against_it(
+    endpoint: Endpoint, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The emulator's --config creates the same names and settings apply would."""
     two_shares = f"""\
 job_queue: {QUEUE}
@@ -100,7 +102,9 @@ shares:
     assert (code, out.splitlines()[1]) == (0, "No changes: AWS matches the config.")
 
 
-def test_changing_a_share_capacity_and_strategy_updates_it(bare_endpoint, tmp_path, capsys):
+def test_changing_a_share_capacity_and_strategy_updates_it(
+    bare_endpoint: Endpoint, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert run(capsys, bare_endpoint, "apply", write(tmp_path, CONFIG))[0] == 0
     changed = CONFIG.replace(
         f"{{name: vision, capacity: {{{P4D}: 6}}, sharing: LEND}}",
@@ -123,8 +127,8 @@ def test_changing_a_share_capacity_and_strategy_updates_it(bare_endpoint, tmp_pa
 
 
 def test_a_deletion_is_refused_without_the_flag_changing_nothing_and_made_with_it(
-    bare_endpoint, tmp_path, capsys
-):
+    bare_endpoint: Endpoint, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert run(capsys, bare_endpoint, "apply", write(tmp_path, CONFIG))[0] == 0
     # nlp grows into vision's capacity, which needs vision deleted first
     only_nlp = CONFIG.replace(f"{P4D}: 8}}", f"{P4D}: 16}}").split("  - {name: vision")[0]
@@ -149,7 +153,9 @@ def test_a_deletion_is_refused_without_the_flag_changing_nothing_and_made_with_i
     }
 
 
-def test_lowering_a_share_below_its_running_job_is_destructive(bare_endpoint, tmp_path, capsys):
+def test_lowering_a_share_below_its_running_job_is_destructive(
+    bare_endpoint: Endpoint, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert run(capsys, bare_endpoint, "apply", write(tmp_path, CONFIG))[0] == 0
     job = submit(bare_endpoint.batch, "nlp", 4, duration=3600)
     bare_endpoint.advance(10)
@@ -170,8 +176,8 @@ def test_lowering_a_share_below_its_running_job_is_destructive(bare_endpoint, tm
 
 
 def test_an_aws_error_is_reported_with_the_operation_and_aws_message(
-    bare_endpoint, tmp_path, capsys
-):
+    bare_endpoint: Endpoint, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The endpoint refuses to delete a share with unfinished jobs, as AWS does."""
     assert run(capsys, bare_endpoint, "apply", write(tmp_path, CONFIG))[0] == 0
     submit(bare_endpoint.batch, "vision", 1, duration=3600)
@@ -184,7 +190,9 @@ def test_an_aws_error_is_reported_with_the_operation_and_aws_message(
     ]
 
 
-def test_an_unreachable_endpoint_is_an_error_naming_the_call(tmp_path, capsys):
+def test_an_unreachable_endpoint_is_an_error_naming_the_call(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     code = main(["plan", write(tmp_path, CONFIG), "--endpoint-url", "http://127.0.0.1:9"])
     err = capsys.readouterr().err
     assert code == 1
@@ -194,7 +202,9 @@ def test_an_unreachable_endpoint_is_an_error_naming_the_call(tmp_path, capsys):
     )
 
 
-def test_a_fair_share_policy_under_the_name_blocks_plan_and_apply(bare_endpoint, tmp_path, capsys):
+def test_a_fair_share_policy_under_the_name_blocks_plan_and_apply(
+    bare_endpoint: Endpoint, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     bare_endpoint.batch.create_scheduling_policy(
         name=f"{QUEUE}-policy", fairsharePolicy={"shareDecaySeconds": 0}
     )
@@ -218,7 +228,9 @@ shares:
 """
 
 
-def test_a_bad_file_prints_every_problem_and_exits_1(tmp_path, capsys):
+def test_a_bad_file_prints_every_problem_and_exits_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = write(tmp_path, BAD)
     assert main(["apply", path, "--endpoint-url", "http://127.0.0.1:9"]) == 1
     assert capsys.readouterr().err.splitlines() == [
@@ -233,7 +245,9 @@ def test_a_bad_file_prints_every_problem_and_exits_1(tmp_path, capsys):
     ]
 
 
-def test_the_command_runs_as_a_subprocess_against_the_endpoint(bare_endpoint, tmp_path):
+def test_the_command_runs_as_a_subprocess_against_the_endpoint(
+    bare_endpoint: Endpoint, tmp_path: Path
+) -> None:
     path = write(tmp_path, CONFIG)
     command = [sys.executable, "-m", "airflow_quota_provider.cli"]
     env = {**os.environ, "AWS_ENDPOINT_URL": bare_endpoint.url}
@@ -254,7 +268,12 @@ def test_the_command_runs_as_a_subprocess_against_the_endpoint(bare_endpoint, tm
     )
 
 
-def test_an_airflow_connection_names_the_endpoint(bare_endpoint, tmp_path, capsys, monkeypatch):
+def test_an_airflow_connection_names_the_endpoint(
+    bare_endpoint: Endpoint,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     connection = {
         "conn_type": "aws",
         "login": "testing",
@@ -281,8 +300,8 @@ shares:
 
 @pytest.mark.parametrize("command", ["plan", "apply"])
 def test_counts_past_an_aws_integer_are_refused_before_any_call(
-    bare_endpoint, tmp_path, capsys, command
-):
+    bare_endpoint: Endpoint, tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
     path = write(tmp_path, PAST_32_BITS)
     code, out, err = run(capsys, bare_endpoint, command, path)
     beyond = "(larger than an AWS Integer, 32 bits)"

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from airflow_quota_provider.exceptions import ConfigError, Problem
-from airflow_quota_provider.sync.target import load_target, parse_target
+from airflow_quota_provider.sync.target import SyncTarget, load_target, parse_target
 
 CONFIG = {
     "job_queue": "ml-training",
@@ -14,8 +16,9 @@ CONFIG = {
 }
 
 
-def test_the_names_default_to_those_the_emulator_creates():
+def test_the_names_default_to_those_the_emulator_creates() -> None:
     target = parse_target(CONFIG)
+    assert isinstance(target, SyncTarget)
     assert (target.service_environment, target.scheduling_policy, target.job_queue_priority) == (
         "ml-training-env",
         "ml-training-policy",
@@ -23,7 +26,7 @@ def test_the_names_default_to_those_the_emulator_creates():
     )
 
 
-def test_the_names_can_be_given():
+def test_the_names_can_be_given() -> None:
     target = parse_target(
         {
             **CONFIG,
@@ -32,6 +35,7 @@ def test_the_names_can_be_given():
             "job_queue_priority": 0,
         }
     )
+    assert isinstance(target, SyncTarget)
     assert (target.service_environment, target.scheduling_policy, target.job_queue_priority) == (
         "pool",
         "qs",
@@ -70,13 +74,13 @@ def test_the_names_can_be_given():
     ],
     ids=["a policy name that is a number", "a priority that is a boolean", "a misspelt key"],
 )
-def test_a_wrong_name_key_is_a_problem_at_its_path(extra, want):
+def test_a_wrong_name_key_is_a_problem_at_its_path(extra: dict[str, object], want: Problem) -> None:
     with pytest.raises(ConfigError) as raised:
         parse_target({**CONFIG, **extra})
     assert raised.value.problems == (want,)
 
 
-def test_a_missing_file_is_a_config_error(tmp_path):
+def test_a_missing_file_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as raised:
         load_target(tmp_path / "missing.yaml")
     assert raised.value.problems == (Problem("", "no such file"),)

@@ -12,10 +12,11 @@ import asyncio
 import subprocess
 import sys
 import threading
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from airflow.providers.common.compat.sdk import AirflowNotFoundException
+from botocore.client import BaseClient
 
 from airflow_quota_provider.hooks.batch import BatchQuotaHook
 from airflow_quota_provider.hooks.connections import aws_hook, get_connection
@@ -29,6 +30,11 @@ ARGUMENTS: dict[str, Any] = {
     "verify": None,
     "config": None,
 }
+
+
+def client_of(hook: BatchQuotaHook) -> BaseClient:
+    # Airflow annotates conn as ``boto3.client``, a function (not a type) in boto3-stubs
+    return cast(BaseClient, hook.conn)
 
 
 def test_a_connection_is_read_whole_and_never_shows_its_password(
@@ -77,8 +83,8 @@ def test_an_aws_hook_is_built_off_the_loop_from_the_connection_read_once_per_con
     assert first.conn_config.aws_access_key_id == "AKIDQUOTATEST"
     assert first.conn_config.region_name == "eu-west-1"
     assert other_region.conn_config.region_name == "us-west-2"
-    assert first.conn.meta.endpoint_url == "http://127.0.0.1:1"
-    assert changed.conn.meta.endpoint_url == "http://h:2"
+    assert client_of(first).meta.endpoint_url == "http://127.0.0.1:1"
+    assert client_of(changed).meta.endpoint_url == "http://h:2"
 
 
 def test_a_missing_aws_connection_leaves_boto3_s_defaults_as_the_hook_would() -> None:
@@ -89,7 +95,7 @@ def test_a_missing_aws_connection_leaves_boto3_s_defaults_as_the_hook_would() ->
     hook = asyncio.run(main())
     # the hook's own "switching to empty": no login, no endpoint of the connection's
     assert (hook.conn_config.conn_type, hook.conn_config.endpoint_url) == (None, None)
-    assert hook.conn.meta.region_name == "us-east-1"
+    assert client_of(hook).meta.region_name == "us-east-1"
 
 
 def test_airflow_imports_and_makes_every_trigger_without_boto3() -> None:

@@ -6,7 +6,9 @@ as ``test_cli_status.py`` does in subprocesses.
 
 from __future__ import annotations
 
+import argparse
 import json
+from typing import Any
 
 import pytest
 
@@ -100,7 +102,9 @@ def preempt_a_checkpointed_borrower(endpoint: Endpoint) -> str:
         pytest.param({"CheckpointConfig": {"S3Uri": ""}}, {}, None, id="an empty S3Uri"),
     ],
 )
-def test_how_often_a_job_checkpoints(request_, tags, expected) -> None:
+def test_how_often_a_job_checkpoints(
+    request_: dict[str, Any], tags: dict[str, str], expected: float | None
+) -> None:
     assert checkpoint_interval(request_, tags) == expected
 
 
@@ -202,7 +206,9 @@ def test_endpoint_url_overrides_the_environment(
 
 
 def test_endpoint_url_reads_as_in_plan_and_apply() -> None:
-    commands = build_parser()._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+    subcommands = build_parser()._subparsers._group_actions[0]  # type: ignore[union-attr]
+    assert isinstance(subcommands, argparse._SubParsersAction)
+    commands = subcommands.choices
 
     def help_of(command: str) -> list[tuple[str, str | None]]:
         options = commands[command]._option_string_actions

@@ -17,6 +17,7 @@ only a retry (which first stops that try's training job) finishes it.
 from __future__ import annotations
 
 import datetime
+from typing import Any
 
 from airflow.sdk import DAG
 
@@ -54,7 +55,7 @@ def request(instances: int) -> dict[str, object]:
     }
 
 
-def training_dag(dag_id: str, tasks: list[tuple[str, int, int]], pool: str, **more: object) -> None:
+def training_dag(dag_id: str, tasks: list[tuple[str, int, int]], pool: str, **more: Any) -> None:
     """A DAG of one training task per (task id, instances, priority weight), in ``pool``;
     ``more``: the tasks' other arguments."""
     with DAG(dag_id, schedule=None, catchup=False, tags=["pool-manager"]):
