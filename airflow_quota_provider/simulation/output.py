@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
+from airflow_quota_provider.core.showback import nearest_rank
 from airflow_quota_provider.simulation.figures import LEGEND, duration, per_unit
 from airflow_quota_provider.simulation.simulator import Attempt, Result, SimJob
 from airflow_quota_provider.simulation.waits import first_start_waits, total_waits
@@ -43,12 +43,9 @@ def _job(job: SimJob) -> dict[str, Any]:
 
 
 def percentile(values: Sequence[float], fraction: float) -> float:
-    """Nearest-rank percentile of sorted ``values``."""
-    if not values:
-        return 0.0
-    # the smallest value with at least ``fraction`` of the values at or below it
-    rank = max(1, min(len(values), math.ceil(fraction * len(values) - 1e-9)))
-    return values[rank - 1]
+    """Nearest-rank percentile of ``values`` (0 for none), as the showback report takes it."""
+    found = nearest_rank(values, fraction)
+    return 0.0 if found is None else found
 
 
 def wait_summary(waits: Sequence[float]) -> dict[str, int | float]:
