@@ -17,6 +17,7 @@ from airflow_quota_provider.cli import (
     status,
     sync,
     trace,
+    usage,
     validate,
 )
 
@@ -35,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
         trace,
         recommend,
         status,
+        usage,
         pool_manager,
         reconcile,
         demo,

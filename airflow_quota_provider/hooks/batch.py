@@ -9,7 +9,11 @@ from airflow.providers.amazon.aws.hooks.base_aws import AwsBaseHook
 from airflow.providers.amazon.aws.utils.connection_wrapper import AwsConnectionWrapper
 
 from airflow_quota_provider.aws_batch.paging import all_items
-from airflow_quota_provider.aws_batch.statuses import HOLDING_STATUSES
+from airflow_quota_provider.aws_batch.statuses import (
+    ACTIVE_STATUSES,
+    HOLDING_STATUSES,
+    TERMINAL_STATUSES,
+)
 from airflow_quota_provider.aws_batch.translate import queue_config_from_aws, usage_from_jobs
 from airflow_quota_provider.core.headroom import headroom
 from airflow_quota_provider.core.model import QueueConfig
@@ -155,6 +159,21 @@ class BatchQuotaHook(AwsBaseHook):
         for status in HOLDING_STATUSES:
             jobs.extend(self.list_service_jobs(job_queue, status))
         return jobs
+
+    def service_jobs_since(self, job_queue: str, since: int) -> list[dict[str, Any]]:
+        """Every job of the queue AWS still lists that has not ended or ended after ``since``
+        (epoch ms), described (``DescribeServiceJob``: its attempts), for
+        :func:`~airflow_quota_provider.aws_batch.history.rebuild`. One ``ListServiceJobs``
+        per status (all pages), then one ``DescribeServiceJob`` per job kept."""
+        listed: dict[str, dict[str, Any]] = {}
+        for status in (*ACTIVE_STATUSES, *TERMINAL_STATUSES):
+            for job in self.list_service_jobs(job_queue, status):
+                listed[job["jobId"]] = job
+        return [
+            self.describe_service_job(job_id)
+            for job_id, job in listed.items()
+            if job.get("status") in ACTIVE_STATUSES or int(job.get("stoppedAt") or since) >= since
+        ]
 
     def share_usage(self, job_queue: str) -> dict[str, dict[str, Occupancy]]:
         """Per share and instance type: owned, used, own use, borrowed, lent and idle instances."""

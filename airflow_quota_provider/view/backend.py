@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from airflow_quota_provider.aws_batch.clock import now_of
 from airflow_quota_provider.aws_batch.errors import AwsCallFailed
 from airflow_quota_provider.aws_batch.errors import aws_call as _aws
 from airflow_quota_provider.aws_batch.events import preemption_events
@@ -206,7 +207,7 @@ class BatchBackend:
             shares = hook.list_quota_shares(arn)
         with _aws("GetJobQueueSnapshot"):
             snapshot = hook.get_job_queue_snapshot(arn)
-        now = _now_of(snapshot)
+        now = now_of(snapshot)
         jobs = self._jobs(arn, snapshot, now)
         reading = AwsReading(
             queue=queue,
@@ -280,12 +281,3 @@ class BatchBackend:
         return ServiceJobLink.format_str.format(
             aws_domain=domain, region_name=hook.conn_region_name, job_id=job_id
         )
-
-
-def _now_of(snapshot: Mapping[str, Any]) -> int:
-    """AWS's time of the snapshot (epoch ms); the wall clock if it gives none."""
-    for key in ("queueUtilization", "frontOfQueue", "frontOfQuotaShares"):
-        stamp = (snapshot.get(key) or {}).get("lastUpdatedAt")
-        if stamp:
-            return int(stamp)
-    return int(time.time() * 1000)
