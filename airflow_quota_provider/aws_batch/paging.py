@@ -1,4 +1,5 @@
-"""Every page of an AWS list call: the one way the provider pages AWS Batch's lists.
+"""Every page of an AWS list call: the one way the provider pages AWS Batch's and
+SageMaker's lists.
 
 botocore's paginator follows ``nextToken``; callers name the operation as AWS does
 (``ListServiceJobs``), as :func:`~airflow_quota_provider.aws_batch.errors.aws_call` and the
@@ -21,5 +22,11 @@ def all_items(client: Any, operation: str, key: str, **params: Any) -> Iterator[
     sets ``maxResults``). botocore's errors come out as they are: wrap the loop in
     :func:`~airflow_quota_provider.aws_batch.errors.aws_call` to say them the provider's way.
     """
-    for page in client.get_paginator(xform_name(operation)).paginate(**params):
+    for page in all_pages(client, operation, **params):
         yield from page.get(key) or ()
+
+
+def all_pages(client: Any, operation: str, **params: Any) -> Iterator[dict[str, Any]]:
+    """Every page ``operation`` answers with ``params``, whole (with its ``ResponseMetadata``,
+    which says when AWS answered)."""
+    yield from client.get_paginator(xform_name(operation)).paginate(**params)

@@ -62,6 +62,9 @@ def sagemaker_client(hook: AwsGenericHook[Any]) -> Any:
     return sagemaker.conn
 
 
+PAGE: Final = {"PageSize": 100}
+"""SageMaker's largest page of training jobs and of tags."""
+
 PREEMPTED_TAG: Final = "quota:preempted"
 """Set by the pool manager on a preempted try's training job: who preempted it and why."""
 
@@ -111,14 +114,10 @@ class TrainingTries:
 
     def tags(self, arn: str) -> dict[str, str]:
         """All the job's tags, by its ARN (``ListTags``, every page)."""
-        found: dict[str, str] = {}
-        kwargs: dict[str, Any] = {"ResourceArn": arn, "MaxResults": 100}
-        while True:
-            page = self.client.list_tags(**kwargs)
-            found.update({tag["Key"]: tag.get("Value", "") for tag in page.get("Tags", ())})
-            if not page.get("NextToken"):
-                return found
-            kwargs["NextToken"] = page["NextToken"]
+        from airflow_quota_provider.aws_batch.paging import all_items
+
+        tags = all_items(self.client, "ListTags", "Tags", ResourceArn=arn, PaginationConfig=PAGE)
+        return {tag["Key"]: tag.get("Value", "") for tag in tags}
 
     def preemption(self, job: Mapping[str, Any]) -> str | None:
         """What the pool manager tagged the job with when it preempted its try, if it did."""
@@ -156,13 +155,9 @@ class TrainingTries:
     def pages(self, **filters: Any) -> Iterator[dict[str, Any]]:
         """``ListTrainingJobs`` answers with ``filters``, one per page (each with its
         ``ResponseMetadata``, which says when SageMaker answered)."""
-        kwargs: dict[str, Any] = {"MaxResults": 100, **filters}
-        while True:
-            page = self.client.list_training_jobs(**kwargs)
-            yield page
-            if not page.get("NextToken"):
-                return
-            kwargs["NextToken"] = page["NextToken"]
+        from airflow_quota_provider.aws_batch.paging import all_pages
+
+        return all_pages(self.client, "ListTrainingJobs", PaginationConfig=PAGE, **filters)
 
     def stop(
         self,

@@ -35,6 +35,7 @@ from typing import Any, Protocol
 
 from packaging.version import Version
 
+from airflow_quota_provider.aws_batch.errors import AwsCallFailed, aws_call
 from airflow_quota_provider.core.task_key import TaskKey
 from airflow_quota_provider.hooks.sagemaker import RUNNING_STATUSES, TrainingTries
 
@@ -66,7 +67,7 @@ class Victim:
         return identity.training_job_name(self.try_number)
 
 
-class ExternalWorkUnknown(RuntimeError):
+class ExternalWorkUnknown(AwsCallFailed):
     """Whether a victim's external work still runs could not be found out."""
 
 
@@ -110,17 +111,13 @@ class SageMakerTrainingJobs:
         self._in_progress_since: dict[Victim, float] = {}
 
     def running(self, victims: Iterable[Victim]) -> set[Victim]:
-        from botocore.exceptions import BotoCoreError, ClientError
-
         tries = TrainingTries(self.client)
         found: set[Victim] = set()
         in_progress: set[Victim] = set()
         for victim in victims:
             name = victim.training_job_name
-            try:
+            with aws_call(f"DescribeTrainingJob {name}", ExternalWorkUnknown):
                 job = tries.job(name)
-            except (BotoCoreError, ClientError) as error:
-                raise ExternalWorkUnknown(f"DescribeTrainingJob {name}: {error}") from error
             if job is None:
                 continue
             status = job.get("TrainingJobStatus")

@@ -142,14 +142,15 @@ class Follow:
 
     def poll(self, tries: TrainingTries, log: logging.Logger | Any) -> TrainingJobEvent | None:
         """Read the job once, log what is new; its event once it has ended or cannot be read."""
-        from botocore.exceptions import BotoCoreError, ClientError
+        from airflow_quota_provider.aws_batch.errors import AwsCallFailed, aws_call
 
         name = self.name
         try:
-            job = tries.job(name)
-        except (BotoCoreError, ClientError) as error:
+            with aws_call(f"DescribeTrainingJob {name}"):
+                job = tries.job(name)
+        except AwsCallFailed as error:
             self.failures += 1
-            log.warning("DescribeTrainingJob %s failed: %s", name, error)
+            log.warning("%s", error)
             if self.max_poll_failures is None or self.failures < self.max_poll_failures:
                 return None
             return event_of(
