@@ -13,7 +13,7 @@ from urllib.parse import quote
 
 from airflow_quota_provider.aws_batch.submission import TAG_PREFIX
 from airflow_quota_provider.aws_batch.translate import demand_of
-from airflow_quota_provider.core.jobs import RunningJob
+from airflow_quota_provider.core.jobs import RunningJob, WaitingJob
 from airflow_quota_provider.core.model import QueueConfig
 from airflow_quota_provider.core.reasons import WaitCode
 from airflow_quota_provider.core.usage import borrowers
@@ -87,4 +87,20 @@ def running_job(job: Mapping[str, Any], *, borrowing: bool, now_seconds: float) 
         preemption_retries=preemption.get("preemptionRetriesBeforeTermination"),
         terminating=code == PREEMPTING,
         borrowing=borrowing,
+    )
+
+
+def waiting_job(job: Mapping[str, Any]) -> WaitingJob:
+    """The core's view of a RUNNABLE job; times in seconds. A job the view only listed
+    (beyond the snapshot's first 100) has no priority or preemption settings: 0 and none."""
+    preemption = job.get("preemptionConfiguration") or {}
+    summary = job.get("preemptionSummary") or {}
+    return WaitingJob(
+        id=job["jobId"],
+        share=job.get("quotaShareName") or "",
+        demand=demand_of(job),
+        priority=int(job.get("schedulingPriority") or 0),
+        submitted=int(job.get("createdAt") or 0) / 1000,
+        preemptions=int(summary.get("preemptedAttemptCount") or 0),
+        preemption_retries=preemption.get("preemptionRetriesBeforeTermination"),
     )

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from airflow_quota_provider.aws_batch.durations import job_durations
 from airflow_quota_provider.aws_batch.events import preemption_events
 from airflow_quota_provider.aws_batch.job_views import (
     borrowing_jobs,
@@ -18,13 +19,17 @@ from airflow_quota_provider.aws_batch.job_views import (
     split_reason,
     started_at,
     task_link,
+    waiting_job,
 )
 from airflow_quota_provider.aws_batch.statuses import HOLDING_STATUSES
 from airflow_quota_provider.aws_batch.translate import demand_of, usage_from_jobs
 from airflow_quota_provider.aws_batch.utilization import utilization
+from airflow_quota_provider.core.jobs import RunningJob
 from airflow_quota_provider.core.model import QueueConfig
 from airflow_quota_provider.core.occupancy import Occupancy, occupancy
+from airflow_quota_provider.core.predictions import Predictions, predict
 from airflow_quota_provider.core.share_views import share_view
+from airflow_quota_provider.core.state import QueueState
 from airflow_quota_provider.core.usage import unit_totals
 from airflow_quota_provider.core.victims import next_victims
 from airflow_quota_provider.core.views import (
@@ -90,7 +95,7 @@ def build(reading: AwsReading, console_url: ConsoleUrl) -> QueueView:
         for e in preemption_events(j, console_url)
     ]
     events.sort(key=lambda e: e.stopped_at, reverse=True)
-    return QueueView(
+    queue_view = QueueView(
         name=str(reading.queue["jobQueueName"]),
         arn=str(reading.queue["jobQueueArn"]),
         state=str(reading.queue.get("state") or ""),
@@ -102,6 +107,17 @@ def build(reading: AwsReading, console_url: ConsoleUrl) -> QueueView:
         events=events,
         utilization=utilization(reading.jobs.values(), reading.now, reading.hours, reading.buckets),
     )
+    return forecast_of(reading, running_jobs, waiting_raw).queue(queue_view)
+
+
+def forecast_of(
+    reading: AwsReading, running: list[RunningJob], waiting: list[Mapping[str, Any]]
+) -> Predictions:
+    """The queue's forecast, once per read: durations from the jobs read (see
+    :mod:`~airflow_quota_provider.aws_batch.durations`), the state as AWS reports it."""
+    state = QueueState.from_jobs(reading.config, running, [waiting_job(j) for j in waiting])
+    durations = job_durations(reading.jobs.values(), reading.now)
+    return predict(state, reading.now / 1000, durations)
 
 
 def _with_preemptor(

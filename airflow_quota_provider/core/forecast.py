@@ -33,7 +33,13 @@ from one forecast to the next and starts do not jump between two reads.
 
 A job that never starts says why with the core's own reason: the wait of the
 last cycle (``SHARE_DISABLED``, ...) or the failure that ended it
-(``NO_LONGER_FITS``, ``PREEMPTION_RETRIES_EXHAUSTED``).
+(``NO_LONGER_FITS``, ``PREEMPTION_RETRIES_EXHAUSTED``). A play never changes the
+capacity, so a job that does not fit says it needs more than the capacity is now,
+not that the capacity was lowered (the live cycle's words).
+
+**What it waits for.** Each start also says which ends made room for it (the
+ends applied at the instant it starts in the median play, when each was) and
+which jobs were preempted for it: what ``explain`` shows.
 
 Pure: no clock (``now`` is given), no I/O; the caller's state is not changed.
 """
@@ -47,9 +53,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from airflow_quota_provider.core.admission import check_fits_ever
 from airflow_quota_provider.core.decisions import Admission, Decisions, Failure, Preemption
 from airflow_quota_provider.core.durations import NO_HISTORY, DurationEstimate
 from airflow_quota_provider.core.jobs import RunningJob, WaitingJob
+from airflow_quota_provider.core.reasons import FailureCode
 from airflow_quota_provider.core.settle import settle, stopped
 from airflow_quota_provider.core.state import QueueState
 
@@ -65,6 +73,8 @@ _END, _STOP, _RECHECK = range(3)
 """Event kinds, applied in this order at one instant (as the simulator does: a job that
 ends when its preemption completes has succeeded)."""
 _NONE: Mapping[str, float] = MappingProxyType({})
+WAITS_FOR_KEPT = 10
+"""At most this many of the ends that made room for a start are kept with it."""
 
 Draw = Callable[[int, str], float]
 """The quantile (0 < q < 1) of a job's duration in a sampled play: ``draw(play, job_id)``."""
@@ -112,6 +122,10 @@ class StartForecast:
     :param guessed_ends_before: how many of those ends rest on a guessed duration.
     :param borrowing: it starts borrowing capacity (median play).
     :param victims: jobs preempted to make room for it (median play).
+    :param waits_for: the ends that made room for it: the jobs whose ends were applied
+        at the instant it starts in the median play, with when each ended (at most
+        :data:`WAITS_FOR_KEPT`; none when it starts at once, or when a protection
+        expiring or a victim stopping let it start).
     """
 
     job_id: str
@@ -124,6 +138,7 @@ class StartForecast:
     borrowing: bool = False
     victims: tuple[str, ...] = ()
     no_start: NoStart | None = None
+    waits_for: tuple[tuple[str, float], ...] = ()
 
     @property
     def guess(self) -> bool:
@@ -221,6 +236,7 @@ def _combine(job: WaitingJob, sampled: Sequence[_Play], ranged: Sequence[_Play])
         guessed_ends_before=guessed_ends,
         borrowing=job.id in median.borrowing,
         victims=tuple(median.victims.get(job.id, ())),
+        waits_for=median.waits_for.get(job.id, ()),
     )
 
 
@@ -263,6 +279,9 @@ class _Play:
         self.borrowing: set[str] = set()
         self.victims: dict[str, list[str]] = {}
         self.failed: dict[str, NoStart] = {}
+        self.batch_ends: list[tuple[str, float]] = []
+        """The ends applied since the last settle, with when each was."""
+        self.waits_for: dict[str, tuple[tuple[str, float], ...]] = {}
         self.ends = self.guessed_ends = self.instants = 0
         self.last = Decisions()
 
@@ -282,6 +301,7 @@ class _Play:
             changed = False
             first = self.events[0][0]
             until = first + max(self.resolution, (first - self.now) * self.relative)
+            self.batch_ends = []
             while self.events and self.events[0][0] <= until:
                 at, kind, _, job_id, serial = heapq.heappop(self.events)
                 changed |= self._happen(kind, job_id, serial, at)
@@ -313,6 +333,8 @@ class _Play:
         if kind == _END:
             self.books.remove_running(job_id)
             self.ends += 1
+            if len(self.batch_ends) < WAITS_FOR_KEPT:
+                self.batch_ends.append((job_id, at))
             self.guessed_ends += job_id in self.guessed
         elif job.terminating:
             self._stop(job_id, at)
@@ -339,6 +361,7 @@ class _Play:
             self.open.discard(job.id)
             self.starts[job.id] = now
             self.ends_at_start[job.id] = (self.ends, self.guessed_ends)
+            self.waits_for[job.id] = tuple(self.batch_ends)
             if borrowing:
                 self.borrowing.add(job.id)
         self.serial[job.id] = self.serial.get(job.id, 0) + 1
@@ -356,4 +379,15 @@ class _Play:
     def fail(self, job: WaitingJob, failure: Failure, now: float) -> None:
         if job.id in self.open:
             self.open.discard(job.id)
-            self.failed[job.id] = NoStart(failure.code.value, failure.message)
+            self.failed[job.id] = NoStart(failure.code.value, self._failure_message(job, failure))
+
+    def _failure_message(self, job: WaitingJob, failure: Failure) -> str:
+        """The failure's message, in the play's words: a play never lowers the capacity, so
+        a job that does not fit needs more than there is now."""
+        share = self.books.config.share(job.share)
+        if failure.code is not FailureCode.NO_LONGER_FITS or share is None:
+            return failure.message
+        refusal = check_fits_ever(self.books.config, share, job.demand)
+        if refusal is None:  # pragma: no cover - the cycle failed it for not fitting
+            return failure.message
+        return f"{refusal.message}; it cannot start unless that capacity is raised"

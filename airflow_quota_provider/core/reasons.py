@@ -57,7 +57,9 @@ class FailureCode(str, enum.Enum):
 
     PREEMPTION_RETRIES_EXHAUSTED = "PREEMPTION_RETRIES_EXHAUSTED"
     NO_LONGER_FITS = "NO_LONGER_FITS"
-    """The share's or the queue's capacity was lowered below what the job needs."""
+    """The job needs more than its share or the queue can hold now: in a live queue, the
+    capacity was lowered after the job was accepted (the cycle's message says so); in a
+    forecast, which never changes the capacity, it is as it is now."""
     SHARE_REMOVED = "SHARE_REMOVED"
 
 

@@ -90,6 +90,63 @@ class NextVictim:
 
 
 @dataclass(frozen=True)
+class DurationView:
+    """How long a job is expected to run in all (seconds of work), and what that rests on
+    (:class:`~airflow_quota_provider.core.durations.DurationEstimate`)."""
+
+    likely_seconds: float
+    low_seconds: float
+    high_seconds: float
+    basis: str
+    guess: bool
+
+
+@dataclass(frozen=True)
+class ExpectedEnd:
+    """When a running job is expected to end (epoch ms): its duration estimate past the
+    work it has done."""
+
+    likely: int
+    earliest: int
+    latest: int
+    guess: bool
+
+
+@dataclass(frozen=True)
+class AwaitedEnd:
+    """A job whose end makes room for a waiting one, and when it ends in the forecast."""
+
+    job_id: str
+    at: int
+
+
+@dataclass(frozen=True)
+class PredictedStart:
+    """When a waiting job is expected to start, from
+    :func:`~airflow_quota_provider.core.forecast.forecast` (epoch ms).
+
+    ``likely`` is ``None`` when the forecast does not start it (``no_start_code`` and
+    ``no_start`` say why); ``latest`` is ``None`` when some play never starts it.
+    ``text`` says it for people (``in about 25 min, between 10 and 40 min``); ``basis``
+    what it rests on; ``guess`` that it rests on at least one duration with no history.
+    ``waits_for``: the ends that make room for it; ``victims``: the jobs preempted for it.
+    """
+
+    likely: int | None
+    earliest: int | None
+    latest: int | None
+    text: str
+    basis: str
+    guess: bool
+    ends_before: int = 0
+    borrowing: bool = False
+    waits_for: list[AwaitedEnd] = field(default_factory=list)
+    victims: list[str] = field(default_factory=list)
+    no_start_code: str | None = None
+    no_start: str | None = None
+
+
+@dataclass(frozen=True)
 class JobView:
     """One service job: waiting (RUNNABLE, with its place and reason) or holding capacity.
 
@@ -123,6 +180,12 @@ class JobView:
     preemptible: bool = True
     """``False`` for a task of a pools fleet that is never preempted (its share or the
     task says its work cannot be stopped from outside)."""
+    duration: DurationView | None = None
+    """How long it is expected to run in all, when the view made a forecast."""
+    predicted_start: PredictedStart | None = None
+    """A waiting job's forecast start (see :mod:`~airflow_quota_provider.core.predictions`)."""
+    expected_end: ExpectedEnd | None = None
+    """A running job's expected end."""
 
 
 @dataclass(frozen=True)
@@ -198,6 +261,9 @@ class QueueView:
     alerts: list[str] = field(default_factory=list)
     """What keeps the fleet from being run as the view shows, e.g. a change Airflow
     refused the pool manager: ``status``, ``explain`` and the page show them first."""
+    forecast_basis: str = ""
+    """How the waiting jobs' predicted starts and their ranges are made; empty without a
+    forecast."""
 
     def jobs(self) -> list[JobView]:
         return [*self.waiting, *self.running]

@@ -303,6 +303,13 @@ def running_jobs(
     return jobs
 
 
+def waiting_jobs(
+    fleet: Fleet, scheduled: Iterable[PoolTask], preemptions: Mapping[TaskKey, int]
+) -> list[WaitingJob]:
+    """Scheduled tasks as the core's waiting jobs, as :func:`decide` makes them."""
+    return list(_waiting(fleet, [(str(t.key), t) for t in scheduled], preemptions))
+
+
 def _waiting(
     fleet: Fleet, waiting: list[tuple[str, PoolTask]], preemptions: Mapping[TaskKey, int]
 ) -> Iterator[WaitingJob]:

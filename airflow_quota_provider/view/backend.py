@@ -13,7 +13,10 @@ reading in parallel). One read makes, besides extra pages of long listings:
 STARTING and RUNNING and once for the jobs created in the window, then one
 ``DescribeServiceJob`` per job holding capacity, per waiting job among the
 snapshot's first 100, and per job of the window not described yet once it
-has ended (ended jobs never change, so their answers are kept).
+has ended (ended jobs never change, so their answers are kept). Each read also
+forecasts when each waiting job starts
+(:func:`~airflow_quota_provider.aws_batch.queue_view.forecast_of`): no AWS call,
+the durations come from the jobs read; its time is the forecast's own.
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from airflow_quota_provider.aws_batch.job_views import PREEMPTING
 from airflow_quota_provider.aws_batch.statuses import HOLDING_STATUSES
+from airflow_quota_provider.core.predictions import at_text, end_text
+from airflow_quota_provider.core.times import when
 from airflow_quota_provider.core.views import Explanation, JobView, PreemptionEvent, QueueView
 
 
@@ -53,7 +55,45 @@ def _details(job: JobView, view: QueueView) -> list[str]:
         )
     if job.preemptions:
         lines.append(f"preempted {job.preemptions} time(s) so far")
+    return lines + _forecast(job, view)
+
+
+def _forecast(job: JobView, view: QueueView) -> list[str]:
+    """What the view's forecast says of the job: when it starts and what it waits for, or
+    when it ends; and what its duration estimate rests on."""
+    lines = []
+    start = job.predicted_start
+    if start is not None:
+        moment = f" ({when(start.likely)})" if start.likely is not None else ""
+        lines.append(f"forecast: starts {start.text}{moment}; {start.basis}")
+        for awaited in start.waits_for:
+            lines.append(f"  waits for {_end_of(awaited.job_id, awaited.at, view)}")
+        for victim in start.victims:
+            found = view.job(victim)
+            name = f"{found.name} ({victim})" if found is not None else victim
+            lines.append(f"  a preemption makes room: {name} is preempted for it")
+        if start.no_start:
+            lines.append(f"  {start.no_start_code}: {start.no_start}")
+    if job.expected_end is not None:
+        lines.append(f"forecast: {end_text(job.expected_end, view.now)}")
+    if job.duration is not None:
+        guess = ", a guess" if job.duration.guess else ""
+        lines.append(f"its duration: {job.duration.basis}{guess}")
+    if lines and view.forecast_basis:
+        lines.append(f"how the forecast is made: {view.forecast_basis}")
     return lines
+
+
+def _end_of(job_id: str, at: int, view: QueueView) -> str:
+    """A job whose end makes room, and when it ends in the forecast."""
+    found = view.job(job_id)
+    if found is None:
+        return f"{job_id} to end, {at_text(at, view.now)}"
+    what = "running" if found.status != "RUNNABLE" else "waiting now, started in the forecast"
+    text = f"{found.name} ({job_id}, {what}, share {found.share}) to end, {at_text(at, view.now)}"
+    if found.duration is not None:
+        text += f"; its duration: {found.duration.basis}"
+    return text
 
 
 def instances(demand: dict[str, int]) -> str:

@@ -22,7 +22,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from airflow_quota_provider.aws_batch.job_views import PREEMPTING, task_link
-from airflow_quota_provider.core import Wait
+from airflow_quota_provider.core import QueueState, Wait
+from airflow_quota_provider.core.durations import DurationEstimate
+from airflow_quota_provider.core.predictions import predict
 from airflow_quota_provider.core.task_key import TaskKey
 from airflow_quota_provider.core.victims import next_victims
 from airflow_quota_provider.core.views import (
@@ -36,7 +38,7 @@ from airflow_quota_provider.core.views import (
     UnitCapacity,
 )
 from airflow_quota_provider.exceptions import ViewError
-from airflow_quota_provider.pool_manager.decide import PoolPlan, running_jobs
+from airflow_quota_provider.pool_manager.decide import PoolPlan, running_jobs, waiting_jobs
 from airflow_quota_provider.pool_manager.figures import (
     holders_occupancy,
     scheduled,
@@ -48,6 +50,7 @@ from airflow_quota_provider.pool_manager.health import health
 from airflow_quota_provider.pool_manager.heartbeat import HeartbeatBoard, config_digest
 from airflow_quota_provider.pool_manager.manager import observe
 from airflow_quota_provider.pool_manager.store import PreemptionRow, Store
+from airflow_quota_provider.pool_manager.task_history import TaskHistory, task_durations, task_of
 from airflow_quota_provider.pool_manager.tasks import PoolTask, TaskState
 from airflow_quota_provider.view.explain import explain
 
@@ -82,6 +85,8 @@ class PoolsBackend:
         self.ttl = ttl
         self.clock = clock
         self._cached: tuple[float, QueueView] | None = None
+        self.history = TaskHistory(gateway)
+        """Each DAG task's earlier successful runs, for the forecast (kept a few minutes)."""
 
     def queues(self) -> list[QueueSummary]:
         return [QueueSummary(self.fleet.config.job_queue, "", "ENABLED", kind="fleet")]
@@ -97,8 +102,18 @@ class PoolsBackend:
         beat = HeartbeatBoard(self.gateway, name).read()
         state = health(self.fleet, beat, now, self._file_digest())
         seen = observe(state.fleet, self.gateway, self.store, now)
+        managed = [t for t in seen.tasks if t.pool in state.fleet.shares]
+        runs = self.history.durations(
+            task_of(t) for t in managed if t.state.holds or t.state is TaskState.SCHEDULED
+        )
         view = pools_view(
-            state.fleet, seen.tasks, seen.plan, now, seen.preemptions, self.store.events()
+            state.fleet,
+            seen.tasks,
+            seen.plan,
+            now,
+            seen.preemptions,
+            self.store.events(),
+            task_durations(managed, runs, now),
         )
         refusal = self.store.refusal()
         alerts = [refusal.message()] if refusal is not None else []
@@ -133,8 +148,11 @@ def pools_view(
     now: float,
     counts: Mapping[TaskKey, int],
     preemptions: Sequence[PreemptionRow],
+    durations: Mapping[str, DurationEstimate] | None = None,
 ) -> QueueView:
-    """The view of a fleet from its task instances and the plan the core made for them."""
+    """The view of a fleet from its task instances and the plan the core made for them,
+    with the forecast made from ``durations`` (by job id; the default, a guess, for the
+    others; none at all when not given)."""
     config = fleet.config
     managed = [t for t in tasks if t.pool in fleet.shares]
     holders = [t for t in managed if t.state.holds]
@@ -156,7 +174,7 @@ def pools_view(
         _job(fleet, t, now, None, None, str(t.key) in borrowing, victims.get(str(t.key)), counts)
         for t in holders
     ]
-    return QueueView(
+    view = QueueView(
         name=config.job_queue,
         arn="",
         kind="fleet",
@@ -176,6 +194,11 @@ def pools_view(
         running=held,
         events=[_event(fleet, row) for row in preemptions],
     )
+    if durations is None:
+        return view
+    ready = [by_key[start.key] for start in plan.start] + [by_key[k] for k in plan.waiting]
+    books = QueueState.from_jobs(config, running, waiting_jobs(fleet, ready, counts))
+    return predict(books, now, durations).queue(view)
 
 
 def _job(

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from airflow_quota_provider.aws_batch.job_views import PREEMPTING
+from airflow_quota_provider.core.predictions import end_text
 from airflow_quota_provider.core.times import duration, when
 from airflow_quota_provider.core.views import (
     Explanation,
@@ -84,13 +85,19 @@ def share_lines(view: QueueView, share: ShareView, style: Style) -> list[str]:
             f"  waiting {place} {job_label(job)}: {instances(job.demand)}, "
             f"{duration(job.age_seconds)}; {style.alert(reason)}"
         )
+        if job.predicted_start is not None:
+            start = job.predicted_start
+            lines.append(f"    starts {start.text}: {start.basis}")
     for job in (j for j in view.running if j.share == share.name):
-        lines.append(f"  {job.status.lower()} {job_label(job)}: {running_note(job, style)}")
+        note = running_note(job, style, view.now)
+        lines.append(f"  {job.status.lower()} {job_label(job)}: {note}")
     return lines
 
 
-def running_note(job: JobView, style: Style) -> str:
+def running_note(job: JobView, style: Style, now: int | None = None) -> str:
     note = f"{instances(job.demand)}, {duration(job.age_seconds)}"
+    if job.expected_end is not None and now is not None:
+        note += ", " + end_text(job.expected_end, now)
     if job.borrowing:
         note += ", " + style.borrowed("borrowing")
     if not job.preemptible:

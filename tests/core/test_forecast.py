@@ -37,8 +37,9 @@ def at(
     ends_before: int = 0,
     borrowing: bool = False,
     victims: tuple[str, ...] = (),
+    waits_for: tuple[tuple[str, float], ...] = (),
 ) -> StartForecast:
-    """A start all three plays agree on."""
+    """A start all three plays agree on; ``waits_for``: the ends that made room for it."""
     return StartForecast(
         job_id,
         share_name,
@@ -48,6 +49,7 @@ def at(
         ends_before=ends_before,
         borrowing=borrowing,
         victims=victims,
+        waits_for=waits_for,
     )
 
 
@@ -100,7 +102,7 @@ CASES = {
         [running("r", "nlp", started=0, gpu=8)],
         [waiting("w", "nlp", submitted=30, gpu=8)],
         {"r": exact(100), "w": exact(50)},
-        {"w": at("w", "nlp", 100, ends_before=1)},
+        {"w": at("w", "nlp", 100, ends_before=1, waits_for=(("r", 100),))},
         now=40,
     ),
     # w starts at 100 and runs 50 s; w2, behind it, starts at 150
@@ -109,7 +111,10 @@ CASES = {
         [running("r", "nlp", started=0, gpu=8)],
         [waiting("w", "nlp", submitted=30, gpu=8), waiting("w2", "nlp", submitted=35, gpu=4)],
         {"r": exact(100), "w": exact(50), "w2": exact(10)},
-        {"w": at("w", "nlp", 100, ends_before=1), "w2": at("w2", "nlp", 150, ends_before=2)},
+        {
+            "w": at("w", "nlp", 100, ends_before=1, waits_for=(("r", 100),)),
+            "w2": at("w2", "nlp", 150, ends_before=2, waits_for=(("w", 150),)),
+        },
         now=40,
     ),
     # the sampled plays: r ends at 100, 200 or 400; the median is 200
@@ -118,7 +123,7 @@ CASES = {
         [running("r", "nlp", gpu=8)],
         [waiting("w", "nlp", gpu=8)],
         {"r": DurationEstimate(200, 100, 400, "median of 9 earlier runs")},
-        {"w": StartForecast("w", "nlp", 200, 100, 400, ends_before=1)},
+        {"w": StartForecast("w", "nlp", 200, 100, 400, ends_before=1, waits_for=(("r", 200),))},
     ),
     # r has run 300 s, longer than its 100 s likely and 150 s high: it is expected to end
     # at 300 x 1.1 = 330 (between 300, now, and 300 x 2 = 600), not in the past
@@ -127,7 +132,7 @@ CASES = {
         [running("r", "nlp", gpu=8)],
         [waiting("w", "nlp", gpu=8)],
         {"r": DurationEstimate(100, 50, 150, "median of 9 earlier runs")},
-        {"w": StartForecast("w", "nlp", 330, 300, 600, ends_before=1)},
+        {"w": StartForecast("w", "nlp", 330, 300, 600, ends_before=1, waits_for=(("r", 330),))},
         now=300,
     ),
     # b borrows 4 of a's 8; a's job fits in what a owns: rb is reclaimed at 100 and has
@@ -173,7 +178,7 @@ CASES = {
         {"r1": exact(100), "hi": exact(50), "w2": exact(10)},
         {
             "hi": at("hi", "a", 0, victims=("r1",)),
-            "w2": at("w2", "a", 100, ends_before=2),
+            "w2": at("w2", "a", 100, ends_before=2, waits_for=(("r1", 100),)),
         },
     ),
     # r1 has no preemption retry left: hi's preemption fails it for good, so w2 starts
@@ -188,7 +193,7 @@ CASES = {
         {"r1": exact(100), "hi": exact(50), "w2": exact(10)},
         {
             "hi": at("hi", "a", 0, victims=("r1",)),
-            "w2": at("w2", "a", 50, ends_before=1),
+            "w2": at("w2", "a", 50, ends_before=1, waits_for=(("hi", 50),)),
         },
     ),
     # the lender's job ends at 300 and b borrows its idle capacity; b's own job runs to 500
@@ -197,7 +202,7 @@ CASES = {
         [running("l1", "lender", gpu=8), running("b1", "b", gpu=8)],
         [waiting("wb", "b", gpu=4)],
         {"l1": exact(300), "b1": exact(500)},
-        {"wb": at("wb", "b", 300, ends_before=1, borrowing=True)},
+        {"wb": at("wb", "b", 300, ends_before=1, borrowing=True, waits_for=(("l1", 300),))},
     ),
     # p resumes from 60 s of its 100 s of work: it ends at 40
     "a preempted job waiting again resumes from the work it kept": Case(
@@ -205,7 +210,7 @@ CASES = {
         [],
         [waiting("p", "nlp", submitted=0, gpu=8), waiting("w", "nlp", submitted=5, gpu=8)],
         {"p": exact(100), "w": exact(10)},
-        {"p": at("p", "nlp", 0), "w": at("w", "nlp", 40, ends_before=1)},
+        {"p": at("p", "nlp", 0), "w": at("w", "nlp", 40, ends_before=1, waits_for=(("p", 40),))},
         work_kept={"p": 60},
     ),
     # no estimate for r: the default (likely 3600, low 600, high 21600 s); it has run 600
@@ -214,7 +219,18 @@ CASES = {
         [running("r", "nlp", gpu=8)],
         [waiting("w", "nlp", gpu=8)],
         {"w": exact(10)},
-        {"w": StartForecast("w", "nlp", 3600, 600, 21600, ends_before=1, guessed_ends_before=1)},
+        {
+            "w": StartForecast(
+                "w",
+                "nlp",
+                3600,
+                600,
+                21600,
+                ends_before=1,
+                guessed_ends_before=1,
+                waits_for=(("r", 3600),),
+            )
+        },
         now=600,
     ),
     "a job that can never fit gets no start, with the reason": Case(
@@ -232,7 +248,7 @@ CASES = {
                 no_start=NoStart(
                     "NO_LONGER_FITS",
                     "the job needs 10 gpu; share nlp may hold at most 8 (owns 8, RESERVE does "
-                    "not borrow) (capacity lowered)",
+                    "not borrow); it cannot start unless that capacity is raised",
                 ),
             )
         },
@@ -261,7 +277,10 @@ CASES = {
         [running("r1", "nlp", gpu=4), running("r2", "nlp", gpu=4)],
         [waiting("w1", "nlp", submitted=1, gpu=4), waiting("w2", "nlp", submitted=2, gpu=4)],
         {"r1": exact(100), "r2": exact(130), "w1": exact(1000), "w2": exact(10)},
-        {"w1": at("w1", "nlp", 100, ends_before=1), "w2": at("w2", "nlp", 130, ends_before=2)},
+        {
+            "w1": at("w1", "nlp", 100, ends_before=1, waits_for=(("r1", 100),)),
+            "w2": at("w2", "nlp", 130, ends_before=2, waits_for=(("r2", 130),)),
+        },
     ),
     # 130 is within 60 s of 100: both ends are applied together, at 130
     "with a resolution, ends less than it apart are applied together, at the last": Case(
@@ -269,7 +288,10 @@ CASES = {
         [running("r1", "nlp", gpu=4), running("r2", "nlp", gpu=4)],
         [waiting("w1", "nlp", submitted=1, gpu=4), waiting("w2", "nlp", submitted=2, gpu=4)],
         {"r1": exact(100), "r2": exact(130), "w1": exact(1000), "w2": exact(10)},
-        {"w1": at("w1", "nlp", 130, ends_before=2), "w2": at("w2", "nlp", 130, ends_before=2)},
+        {
+            "w1": at("w1", "nlp", 130, ends_before=2, waits_for=(("r1", 100), ("r2", 130))),
+            "w2": at("w2", "nlp", 130, ends_before=2, waits_for=(("r1", 100), ("r2", 130))),
+        },
         resolution=60,
     ),
     # 2 % of the 1000 s from now to r1's end is 20 s: r2's end at 1015 is applied with it
@@ -279,8 +301,8 @@ CASES = {
         [waiting("w1", "nlp", submitted=1, gpu=4), waiting("w2", "nlp", submitted=2, gpu=4)],
         {"r1": exact(1000), "r2": exact(1015), "w1": exact(5000), "w2": exact(10)},
         {
-            "w1": at("w1", "nlp", 1015, ends_before=2),
-            "w2": at("w2", "nlp", 1015, ends_before=2),
+            "w1": at("w1", "nlp", 1015, ends_before=2, waits_for=(("r1", 1000), ("r2", 1015))),
+            "w2": at("w2", "nlp", 1015, ends_before=2, waits_for=(("r1", 1000), ("r2", 1015))),
         },
         relative_resolution=0.02,
     ),
@@ -333,7 +355,7 @@ def test_the_likely_start_is_the_median_over_plays_with_drawn_durations() -> Non
     got = forecast(books, 0.0, dict.fromkeys(("r1", "r2", "r3"), spread), draw=draw).starts["w"]
     assert got.latest is not None
     assert replace(got, latest=round(got.latest, 1)) == StartForecast(
-        "w", "nlp", 100, 100, 3359.8, ends_before=1
+        "w", "nlp", 100, 100, 3359.8, ends_before=1, waits_for=(("r3", 100),)
     )
 
 

@@ -25,6 +25,7 @@ import pytest
 from airflow_quota_provider.demo.processes import wait_for
 from airflow_quota_provider.demo.stack import Stack
 from airflow_quota_provider.pool_manager.gateway import AirflowGateway, Credentials
+from airflow_quota_provider.pool_manager.task_history import TaskHistory
 from airflow_quota_provider.versions import release
 from tests.pool_manager.conftest import (
     HERE,
@@ -210,3 +211,31 @@ def test_a_task_that_caps_its_preemptions_at_0_is_failed_by_its_first(stack: Sta
     assert vision["note"].startswith(
         f"Failed by the quota pool manager for pools_nlp/{nlp_run}/train (RECLAIM): "
     ), vision["note"]
+
+
+def test_a_task_waiting_behind_another_gets_a_start_from_its_tasks_history(stack: Stack) -> None:
+    """A vision run holds all 4 GPUs; a second waits behind it: the page's API predicts when
+    it starts, from the earlier successful runs of pools_vision's train task."""
+    api = stack.api
+    done = trigger(api, "pools_vision", seconds=5)
+    wait_state(stack, "pools_vision", done, "success", "a vision run to finish", 180)
+    history = TaskHistory(AirflowGateway(stack.api_url, Credentials("admin", "admin")))
+    runs = history.durations([("pools_vision", "train")])[("pools_vision", "train")]
+    assert runs and all(seconds >= 5 for seconds in runs), runs
+    first = trigger(api, "pools_vision", seconds=120)
+    wait_state(stack, "pools_vision", first, "running", "a vision task to hold the GPUs")
+    second = trigger(api, "pools_vision", seconds=1)
+    wait_state(stack, "pools_vision", second, "scheduled", "the second vision task to wait")
+    queue = api.get("/quota/api/v1/queues/gpus")
+    waiting = api.get("/quota/api/v1/queues/gpus/jobs?state=waiting")
+    job = next(j for j in waiting if j["job_id"] == f"pools_vision/{second}/train")
+    start = job["predicted_start"]
+    assert start is not None and start["likely"] is not None, job
+    assert [w["job_id"] for w in start["waits_for"]] == [f"pools_vision/{first}/train"], start
+    assert not start["guess"], start  # the running task's duration rests on its history
+    # the running try has outlasted the short earlier runs: expected to end soon, not in an
+    # hour (the default for a task without history)
+    assert queue["now"] <= start["likely"] <= queue["now"] + 600_000, (queue["now"], start)
+    assert start["text"].startswith(("in about", "now")), start
+    api.set_task_state("pools_vision", first, "train", "failed")
+    wait_state(stack, "pools_vision", second, "success", "the second vision task to run", 180)

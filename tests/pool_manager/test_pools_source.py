@@ -6,10 +6,12 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
+from airflow_quota_provider.core.views import AwaitedEnd, ExpectedEnd, PredictedStart
 from airflow_quota_provider.pool_manager.decide import decide
 from airflow_quota_provider.pool_manager.figures import fleet_gauges
 from airflow_quota_provider.pool_manager.gateway import AirflowGateway, Credentials
 from airflow_quota_provider.pool_manager.store import Store
+from airflow_quota_provider.pool_manager.task_history import task_durations
 from airflow_quota_provider.view.explain import explain
 from airflow_quota_provider.view.pools_source import PoolsBackend, pools_view
 from airflow_quota_provider.view.text import Style, event_lines, explanation_lines, status_lines
@@ -149,3 +151,48 @@ def test_a_fleet_has_no_aws_console_its_work_lost_is_in_its_unit_and_no_utilizat
     gateway = AirflowGateway("http://127.0.0.1:9", Credentials("nobody", "unused"))
     backend = PoolsBackend(FLEET, gateway, store)
     assert [(q.name, q.kind) for q in backend.queues()] == [(FLEET.config.job_queue, "fleet")]
+
+
+def test_a_task_waiting_for_a_running_one_starts_when_its_history_says_it_ends() -> None:
+    # r has run 100 s of the 600 s its five earlier runs took; v (vision) runs 5000 s
+    # and started at 0: w (nlp, behind r) starts when r ends, 500 s from now
+    tasks = [
+        task("r", NLP, 8, RUNNING, started=NOW - 100),
+        task("v", VISION, 8, RUNNING, started=0),
+        task("w", NLP, 8, run_date=900),
+    ]
+    history = {("train", "r"): (600.0,) * 5, ("train", "v"): (5000.0,) * 5}
+    durations = task_durations(tasks, history, NOW)
+    view = pools_view(FLEET, tasks, decide(FLEET, tasks, NOW), NOW, {}, [], durations)
+
+    waiting = view.job("train/run-1/w")
+    assert waiting is not None
+    ends = (NOW + 500) * 1000
+    assert waiting.predicted_start == PredictedStart(
+        likely=ends,
+        earliest=ends,
+        latest=ends,
+        text="in about 8 min",
+        basis="after 1 job ends in the forecast",
+        guess=False,
+        ends_before=1,
+        waits_for=[AwaitedEnd("train/run-1/r", ends)],
+    )
+    running = view.job("train/run-1/r")
+    assert running is not None and running.expected_end == ExpectedEnd(ends, ends, ends, False)
+    assert waiting.duration is not None and waiting.duration.guess, "w has no history"
+    lines = status_lines(view, Style())
+    at = lines.index(next(line for line in lines if line.startswith("  waiting #1 w ")))
+    assert lines[at + 1] == "    starts in about 8 min: after 1 job ends in the forecast"
+    explained = explanation_lines(explain(waiting, view, []), Style())
+    assert any(
+        line.startswith("    waits for r (train/run-1/r, running, share nlp) to end, in 8 min")
+        for line in explained
+    ), explained
+
+
+def test_without_durations_the_view_has_no_forecast() -> None:
+    tasks = [task("r", NLP, 8, RUNNING), task("w", NLP, 8)]
+    view = pools_view(FLEET, tasks, decide(FLEET, tasks, NOW), NOW, {}, [])
+    assert [j.predicted_start for j in view.waiting] == [None]
+    assert view.forecast_basis == ""

@@ -137,14 +137,30 @@ function reasonCell(job) {
   return el("td", { class: "reason" }, code, code && job.reason ? " " : "", job.reason || (code ? "" : "-"));
 }
 
-function drawJobs(waiting, running) {
+// The forecast's own words (the API's text), its basis and the job's duration as a tooltip.
+function startCell(job) {
+  const start = job.predicted_start;
+  if (!start) return el("td", {}, "-");
+  const title = [start.basis, job.duration && `its duration: ${job.duration.basis}`].filter(Boolean).join("\n");
+  return el("td", { class: start.guess ? "guess" : null, title, "data-likely": start.likely ?? "" }, start.text);
+}
+
+function endCell(job, now) {
+  const end = job.expected_end;
+  if (!end) return el("td", {}, "-");
+  const left = (end.likely - now) / 1000;
+  return el("td", { title: job.duration ? job.duration.basis : "" },
+    (left < 1 ? "now" : `in about ${duration(left)}`) + (end.guess ? " (a guess)" : ""));
+}
+
+function drawJobs(waiting, running, now) {
   fill("waiting", waiting, (job) => [
     el("td", {}, job.position ?? "-"), jobCell(job), taskCell(job.task), el("td", {}, job.share),
     el("td", {}, job.priority ?? "?"), el("td", {}, instances(job.demand)),
-    el("td", {}, duration(job.age_seconds)), reasonCell(job)]);
+    el("td", {}, duration(job.age_seconds)), startCell(job), reasonCell(job)]);
   fill("running", running, (job) => [
     jobCell(job), taskCell(job.task), el("td", {}, job.share), el("td", {}, job.priority ?? "?"),
-    el("td", {}, instances(job.demand)), el("td", {}, duration(job.age_seconds)),
+    el("td", {}, instances(job.demand)), el("td", {}, duration(job.age_seconds)), endCell(job, now),
     el("td", {}, job.borrowing ? el("span", { class: "badge warn" }, "borrowing") : "no"),
     el("td", {}, job.reason_code === "PREEMPTION_IN_PROGRESS" ? el("span", { class: "badge bad" }, "being preempted")
       : job.preemptible === false ? el("span", { class: "badge", title: "its work cannot be stopped from outside: never preempted" }, "not preemptible")
@@ -201,7 +217,7 @@ async function refresh() {
     const [queue, shares, waiting, running, events] = await Promise.all([
       get(`queues/${q(name)}`), get(`queues/${q(name)}/shares`), get(`queues/${q(name)}/jobs?state=waiting`),
       get(`queues/${q(name)}/jobs?state=running`), get(`queues/${q(name)}/events?limit=50`)]);
-    drawCapacity(queue); drawShares(shares, queue.capacity); drawJobs(waiting, running);
+    drawCapacity(queue); drawShares(shares, queue.capacity); drawJobs(waiting, running, queue.now);
     drawEvents(events); drawUtilization(queue); drawAlerts(queue.alerts || []);
     $("updated").textContent = `as of ${when(queue.now)}`;
     $("error").hidden = true;
