@@ -7,9 +7,13 @@ LEND_AND_BORROW, some with in-share preemption), so 20 managed pools.
 
 - ``decide``: N task instances (``--tasks``, 10,000) of which a fifth hold GPUs
   (queued, running, deferred, a few restarting) filling the fleet, the rest
-  scheduled with random sizes, priority weights and run dates; one call of
-  ``decide`` (build the core's state from the task list, settle it, compute
-  every pool's slots and every waiting task's reason), median of ``--repeat``.
+  scheduled with random sizes, priority weights and run dates. The decision step
+  from the core's state kept between cycles (``Standing``): 20 task instances
+  changed (ended, appeared, reordered), taken as changes, then settled (every
+  pool's slots and every waiting task's reason), median of ``--repeat``; beside
+  it one call of ``decide`` (the state rebuilt from the whole list, as at start and
+  at each heal), and a heal at the end, which must find no difference. The same
+  with 50,000 task instances in 100 pools.
 - ``cycle``: a real ``airflow api-server`` (SQLite metadata DB) holding
   ``--cycle-tasks`` (2,000) task instances of the ``pool_bench`` DAG in those 20
   pools, a fifth running, the rest scheduled. No scheduler runs, so nothing
@@ -26,6 +30,7 @@ LEND_AND_BORROW, some with in-share preemption), so 20 managed pools.
   times.
 
 Bounds in bounds.yaml: ``pool_manager_decide_10k_tasks_ms``,
+``pool_manager_decide_50k_tasks_100_pools_ms``,
 ``pool_manager_cycle_2k_tasks_ms``, ``pool_manager_steady_cycle_calls`` and
 ``pool_manager_reclaim_latency_s``; the script exits 1 when a median is over.
 """
@@ -39,6 +44,7 @@ import sys
 import tempfile
 import time
 import urllib.parse
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -55,19 +61,21 @@ from airflow_quota_provider.pool_manager.decide import decide
 from airflow_quota_provider.pool_manager.fleet import Fleet
 from airflow_quota_provider.pool_manager.gateway import AirflowGateway, Credentials
 from airflow_quota_provider.pool_manager.manager import PoolManager
+from airflow_quota_provider.pool_manager.standing import Standing
 from airflow_quota_provider.pool_manager.store import Store
 from airflow_quota_provider.pool_manager.tasks import PoolTask, TaskState
 
 SHARES = 20
 PER_SHARE = 100
 BOUND_MS = bound("pool_manager_decide_10k_tasks_ms")
+LARGE_BOUND_MS = bound("pool_manager_decide_50k_tasks_100_pools_ms")
 CYCLE_BOUND_MS = bound("pool_manager_cycle_2k_tasks_ms")
 CALLS_BOUND = bound("pool_manager_steady_cycle_calls")
 RECLAIM_BOUND_S = bound("pool_manager_reclaim_latency_s")
 DAGS = Path(__file__).resolve().parent / "dags"
 
 
-def make_fleet() -> Fleet:
+def make_fleet(count: int = SHARES) -> Fleet:
     strategies = [Sharing.LEND_AND_BORROW, Sharing.LEND, Sharing.RESERVE, Sharing.LEND_AND_BORROW]
     shares = tuple(
         Share(
@@ -77,11 +85,9 @@ def make_fleet() -> Fleet:
             borrow_limit=[-1, 50, 100, 200][i % 4] if strategies[i % 4].borrows else -1,
             in_share_preemption=i % 3 == 0,
         )
-        for i in range(SHARES)
+        for i in range(count)
     )
-    config = QueueConfig(
-        "fleet", {"gpu": SHARES * PER_SHARE}, shares, backend=Backend.AIRFLOW_POOLS
-    )
+    config = QueueConfig("fleet", {"gpu": count * PER_SHARE}, shares, backend=Backend.AIRFLOW_POOLS)
     return Fleet.of(config)
 
 
@@ -108,26 +114,76 @@ def make_tasks(fleet: Fleet, count: int, seed: int = 7) -> list[PoolTask]:
 
 
 def decide_part(count: int, repeat: int) -> bool:
-    fleet = make_fleet()
+    """Both shapes of the decision step: ``count`` tasks in 20 pools, and 50,000 in 100."""
+    ok = decide_shape(count, SHARES, repeat, BOUND_MS if count == 10_000 else None)
+    return decide_shape(50_000, 100, repeat, LARGE_BOUND_MS) and ok
+
+
+def decide_shape(count: int, pools: int, repeat: int, limit: float | None) -> bool:
+    """The decision step from the state kept between cycles, each cycle after
+    :data:`CHANGES` task instances changed, against a rebuild of the state (``decide``)."""
+    fleet = make_fleet(pools)
     tasks = make_tasks(fleet, count)
     now = 100_000.0
-    times = []
+    rebuilt = []
     for _ in range(repeat):
         started = time.perf_counter()
         plan = decide(fleet, tasks, now)
-        times.append((time.perf_counter() - started) * 1000)
-    median = statistics.median(times)
+        rebuilt.append((time.perf_counter() - started) * 1000)
+    standing = Standing.of(fleet, tasks)
+    rng = random.Random(3)
+    kept = []
+    for n in range(repeat):
+        changed, gone = changes(tasks, rng, n)
+        started = time.perf_counter()
+        standing.change(changed, gone)
+        kept_plan = standing.decide(now)
+        kept.append((time.perf_counter() - started) * 1000)
     holders = sum(task.state.holds for task in tasks)
+    median = statistics.median(kept)
     print(
         f"python {sys.version.split()[0]}, {len(tasks):,} task instances in {len(fleet.shares)} "
         f"pools ({holders:,} holding GPUs)"
     )
     print(
-        f"decide: {median:.1f} ms median of {repeat} (min {min(times):.1f}, "
-        f"max {max(times):.1f}); {len(plan.start)} started, {len(plan.stop)} preempted, "
-        f"{len(plan.refuse)} refused, {len(plan.waiting):,} waiting"
+        f"decide, state rebuilt: {statistics.median(rebuilt):.1f} ms median of {repeat} "
+        f"(min {min(rebuilt):.1f}, max {max(rebuilt):.1f}); {len(plan.start)} started, "
+        f"{len(plan.stop)} preempted, {len(plan.refuse)} refused, {len(plan.waiting):,} waiting"
     )
-    return within("decide", median, BOUND_MS, "ms") if count == 10_000 else True
+    print(
+        f"decide, state kept ({CHANGES} changes a cycle): {median:.1f} ms median of {repeat} "
+        f"(min {min(kept):.1f}, max {max(kept):.1f}); {len(kept_plan.start)} started, "
+        f"{len(kept_plan.stop)} preempted, {len(kept_plan.waiting):,} waiting"
+    )
+    differences = standing.heal(tasks, {}, now)
+    print(f"heal after {repeat} cycles: {differences} differences")
+    ok = differences == 0
+    return (within("decide", median, limit, "ms") if limit is not None else True) and ok
+
+
+CHANGES = 20
+"""Task instances changed between two cycles in the decide part."""
+
+
+def changes(
+    tasks: list[PoolTask], rng: random.Random, cycle: int
+) -> tuple[list[PoolTask], list[TaskKey]]:
+    """A steady cycle's changes, made in ``tasks``: a quarter of :data:`CHANGES` holders
+    end, as many new tasks are scheduled, the rest reordered (priority weight changed)."""
+    changed: list[PoolTask] = []
+    gone: list[TaskKey] = []
+    for n in range(CHANGES):
+        i = rng.randrange(len(tasks))
+        task = tasks[i]
+        if n % 4 == 0 and task.state.holds:
+            gone.append(task.key)  # ended, and read no more (a filtered read)
+            task = replace(task, key=replace(task.key, run_id=f"new_{cycle}_{n}"))
+            task = replace(task, state=TaskState.SCHEDULED, start_date=None)
+        else:
+            task = replace(task, priority_weight=task.priority_weight + 1)
+        tasks[i] = task
+        changed.append(task)
+    return changed, gone
 
 
 def within(what: str, value: float, limit: float, unit: str) -> bool:
@@ -358,7 +414,8 @@ def task_instance(stack: Stack, team: str, run_id: str) -> dict[str, Any]:
 
 
 def state(stack: Stack, team: str, run_id: str) -> str | None:
-    return task_instance(stack, team, run_id)["state"]
+    found: str | None = task_instance(stack, team, run_id)["state"]
+    return found
 
 
 def seconds(moment: str) -> float:

@@ -59,6 +59,20 @@ class QueueState:
             state._queues[share] = entries
         return state
 
+    def copy(self) -> QueueState:
+        """An independent copy (the jobs themselves are frozen and shared): a caller that
+        keeps a state between instants settles a copy and keeps its own."""
+        other = QueueState(self.config)
+        other._waiting = dict(self._waiting)
+        other._queues = {share: list(queue) for share, queue in self._queues.items()}
+        other._running = dict(self._running)
+        other._running_by_share = {
+            share: dict(jobs) for share, jobs in self._running_by_share.items()
+        }
+        other._usage = {share: dict(usage) for share, usage in self._usage.items()}
+        other._terminating = dict(self._terminating)
+        return other
+
     # -- waiting jobs ---------------------------------------------------------
 
     def add_waiting(self, job: WaitingJob) -> None:

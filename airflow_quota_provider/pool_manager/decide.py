@@ -1,9 +1,12 @@
 """The pool manager's decision step: what Airflow shows now -> pool slots, clears, reasons.
 
-A pure function of the task instances of the managed pools and the time. Each
-cycle rebuilds the core's queue state from Airflow (Airflow is the source of
-truth; nothing but preemption counts is remembered between cycles) and
-settles it with the core's settle loop:
+A pure function of the task instances of the managed pools and the time: it builds
+the core's queue state from them (Airflow is the source of truth; nothing but
+preemption counts is remembered between cycles) and settles it with the core's
+settle loop. The manager keeps that state between cycles instead and takes
+Airflow's changes (:mod:`~airflow_quota_provider.pool_manager.standing`); both make
+the same jobs, with the functions here, and settle them with
+:func:`settled_plan`:
 
 - a **scheduled** task is a waiting job of the pool's share, in the order in
   which Airflow's scheduler hands out a pool's slots: ``priority_weight``
@@ -137,7 +140,7 @@ def decide(
             if task.problem is None and fits.get((task.pool, task.slots)):
                 waiting.append((job_id, task))  # the usual case, without a call
                 continue
-            refusal = _refusal(fleet, task, fits)
+            refusal = refusal_of(fleet, task, fits)
             if refusal is None:
                 waiting.append((job_id, task))
             else:
@@ -149,14 +152,31 @@ def decide(
         running_jobs(fleet, holders, now, preemptions),
         _waiting(fleet, waiting, preemptions),
     )
-    applier = _Recorder(by_id)
+    return settled_plan(fleet, state, by_id, holders, refused, now)
+
+
+def settled_plan(
+    fleet: Fleet,
+    state: QueueState,
+    tasks: Mapping[str, PoolTask],
+    holders: Iterable[PoolTask],
+    refused: Iterable[Refusal],
+    now: float,
+) -> PoolPlan:
+    """Settle ``state`` (the tasks' jobs; it is changed) at ``now`` into the cycle's plan.
+
+    :param tasks: the tasks of the managed pools by job id (kept by the plan's reasons).
+    :param holders: the tasks that hold capacity (their jobs are running in ``state``).
+    :param refused: the scheduled tasks that could never fit (not in ``state``).
+    """
+    applier = _Recorder(tasks)
     settled = settle(state, now, applier)
     return PoolPlan(
         slots=gated_slots(fleet, holders, applier.starts, applier.stops),
         start=tuple(applier.starts),
         stop=tuple(applier.stops),
         refuse=tuple(refused),
-        waiting=TaskReasons(settled.decisions.waiting, by_id),
+        waiting=TaskReasons(settled.decisions.waiting, tasks),
         recheck_at=settled.decisions.recheck_at,
     )
 
@@ -225,7 +245,7 @@ class ShareHead:
     waiting: int
 
 
-def _refusal(fleet: Fleet, task: PoolTask, fits: dict[tuple[str, int], bool]) -> Refusal | None:
+def refusal_of(fleet: Fleet, task: PoolTask, fits: dict[tuple[str, int], bool]) -> Refusal | None:
     """Why a scheduled task can never run as it is (``fits`` caches the check per size)."""
     if task.problem is not None:
         note = f"Failed by the quota pool manager: {task.problem}"

@@ -3,7 +3,11 @@
 Each cycle:
 
 1. reads the task instances of the managed pools and the pools (a few calls);
-2. decides with :func:`~airflow_quota_provider.pool_manager.decide.decide`;
+2. decides from the core's state kept between cycles
+   (:class:`~airflow_quota_provider.pool_manager.standing.Standing`), which takes what
+   changed since the last read: built afresh when the manager starts, takes the lease
+   over or runs a new config, and rebuilt every ``heal_every`` seconds (any difference
+   is logged and counted; there should be none);
 3. applies, in this order, so no GPU is ever promised twice:
    a. pools that shrink (or are missing, or were edited by hand) are set first;
    b. victims are cleared (or failed once their preemptions are used up), each
@@ -67,6 +71,7 @@ from airflow_quota_provider.pool_manager.lease import Lease
 from airflow_quota_provider.pool_manager.overtaking import Overtaking
 from airflow_quota_provider.pool_manager.pools import PoolSlots
 from airflow_quota_provider.pool_manager.restarting import RestartingWatch
+from airflow_quota_provider.pool_manager.standing import Standing
 from airflow_quota_provider.pool_manager.store import Store
 from airflow_quota_provider.pool_manager.tasks import PoolTask, TaskState
 from airflow_quota_provider.reconciler.reconciler import Reconciler
@@ -75,6 +80,8 @@ from airflow_quota_provider.reconciler.sources import JobsUnknown
 log = logging.getLogger(__name__)
 
 MAX_BACKOFF_SECONDS = 60.0
+HEAL_SECONDS = 300.0
+"""How often the state kept between cycles is rebuilt from a full read to heal."""
 
 
 class LeaseLost(RuntimeError):
@@ -114,19 +121,30 @@ def observe(
     store: Store,
     now: float,
     external: ExternalWork | None = None,
+    standing: Standing | None = None,
+    *,
+    heal: bool = False,
 ) -> Observed:
     """Read the managed pools' task instances and decide for them, as every cycle does
     (and the GPU Quotas view, so it shows the manager's own reasons).
 
     With ``external``, a recent victim whose external work still runs holds its slots
     as a task being stopped (see :mod:`~airflow_quota_provider.pool_manager.external`).
+    With ``standing``, the state kept between cycles takes what changed and decides
+    (with ``heal``, it is then rebuilt from what was read, saying what differed);
+    without, the state is built from what was read.
     """
     read = gateway.task_instances(fleet)
     tasks = read
     if external is not None:
         tasks = _held_by_external_work(fleet, read, store, external, now)
     preemptions = store.preemptions(task.key for task in tasks)
-    return Observed(tasks, preemptions, decide(fleet, tasks, now, preemptions), read)
+    if standing is None:
+        return Observed(tasks, preemptions, decide(fleet, tasks, now, preemptions), read)
+    standing.update(tasks, preemptions)
+    if heal:
+        standing.heal(tasks, preemptions, now)
+    return Observed(tasks, preemptions, standing.decide(now), read)
 
 
 EXTERNAL_WATCH_SECONDS = 86_400.0
@@ -201,6 +219,7 @@ class PoolManager:
         watch: ConfigWatch | None = None,
         heartbeat: HeartbeatBoard | None = None,
         me: Heartbeat | None = None,
+        heal_every: float = HEAL_SECONDS,
     ) -> None:
         self.fleet = fleet
         self.gateway = gateway
@@ -222,13 +241,20 @@ class PoolManager:
         """What this manager says of itself in the fleet's heartbeat (with ``heartbeat``)."""
         self._checked = float("-inf")
         self.overtaking = Overtaking()
+        self.heal_every = heal_every
+        self.standing: Standing | None = None
+        """The core's state kept between cycles (``None``: built afresh next cycle)."""
+        self._healed = float("-inf")
 
     def cycle(self) -> CycleReport:
         """One cycle; :class:`Refused` if Airflow refused one of its changes."""
         self._take_config()
         calls = self.gateway.calls
         now = self.clock()
-        observed = observe(self.fleet, self.gateway, self.store, now, self.external)
+        standing, heal = self._standing()
+        observed = observe(
+            self.fleet, self.gateway, self.store, now, self.external, standing, heal=heal
+        )
         plan = observed.plan
         pools = self.gateway.pools()
         foreign = self.fleet.foreign_pools(pools)
@@ -259,6 +285,19 @@ class PoolManager:
         self.store.record_cycle(plan, report.calls, _moment(now))
         metrics.emit(fleet_gauges(self.fleet, observed.tasks, plan))
         return report
+
+    def _standing(self) -> tuple[Standing, bool]:
+        """The kept state, and whether this cycle rebuilds it to heal (a new state, for a
+        new manager, lead or config, is built from the first read)."""
+        monotonic = time.monotonic()
+        if self.standing is None or self.standing.fleet is not self.fleet:
+            self.standing = Standing(self.fleet)
+            self._healed = monotonic
+            return self.standing, False
+        if monotonic - self._healed < self.heal_every:
+            return self.standing, False
+        self._healed = monotonic
+        return self.standing, True
 
     def _take_config(self) -> None:
         """Run the config file's new text from this cycle on, if it changed and validates."""
@@ -367,11 +406,14 @@ class PoolManager:
                 _sleep(min(interval, lease.write_timeout), should_stop)
                 continue
             try:
+                if standing_by:  # taking over: what was kept may be long out of date
+                    self.standing = None
                 self._check_no_other_leader(interval, fresh=standing_by)
                 standing_by = False
                 report = self.cycle()
             except LeaseLost as error:
                 log.warning("stopped acting: %s", error)
+                self.standing = None
                 continue
             except AnotherLeader as error:
                 log.error("not acting: %s", error)

@@ -4,6 +4,7 @@ reasons. Tables with whole-object expectations; messages checked word for word."
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
@@ -205,7 +206,7 @@ def test_a_task_that_could_never_fit_its_share_is_refused_with_what_the_share_ca
     assert plan.start == (Start(key("ok"), VISION, 1, 0),)
 
 
-def _vision(**changes: object) -> Fleet:
+def _vision(**changes: Any) -> Fleet:
     shares = tuple(replace(s, **changes) if s.name == "vision" else s for s in CONFIG.shares)
     return Fleet.of(replace(CONFIG, shares=shares))
 

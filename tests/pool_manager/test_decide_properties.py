@@ -39,6 +39,13 @@ STATES = [TaskState.SCHEDULED] * 3 + [
 def snapshots(draw: st.DrawFn) -> tuple[Fleet, list[PoolTask]]:
     config: QueueConfig = draw(queue_configs(min_runtime=False))
     fleet = Fleet.of(config)
+    return fleet, draw(task_lists(fleet))
+
+
+@st.composite
+def task_lists(draw: st.DrawFn, fleet: Fleet) -> list[PoolTask]:
+    """Task instances of ``fleet``'s pools (keys ``t0`` to ``t15``) that fit what it holds."""
+    config = fleet.config
     pools = sorted(fleet.shares)
     held: dict[tuple[str, str], int] = {}
     tasks = []
@@ -66,7 +73,7 @@ def snapshots(draw: st.DrawFn) -> tuple[Fleet, list[PoolTask]]:
         run_date = float(draw(st.integers(0, 5)))
         key = TaskKey("dag", f"run-{n % 3}", f"t{n}")
         tasks.append(PoolTask(key, pool, slots, weight, run_date, state, started))
-    return fleet, tasks
+    return tasks
 
 
 def decided(snapshot: tuple[Fleet, list[PoolTask]]) -> tuple[Fleet, list[PoolTask], PoolPlan]:

@@ -167,7 +167,7 @@ def test_a_task_waiting_for_a_running_one_starts_when_its_history_says_it_ends()
 
     waiting = view.job("train/run-1/w")
     assert waiting is not None
-    ends = (NOW + 500) * 1000
+    ends = int((NOW + 500) * 1000)
     assert waiting.predicted_start == PredictedStart(
         likely=ends,
         earliest=ends,
