@@ -5,7 +5,7 @@ fleet: its quota config (for the checks that fail a sensor at once) and, per sha
 what it could start now, its own idle capacity plus what it may borrow
 (:func:`~airflow_quota_provider.core.headroom.headroom`, one rule for every
 fleet). :class:`BatchHeadroom` reads an AWS Batch job queue;
-:class:`~airflow_quota_provider.pool_manager.headroom.PoolsHeadroom` a pools
+:class:`~airflow_quota_provider.airflow_pools.headroom.PoolsHeadroom` a pools
 fleet, from Airflow's REST API.
 
 :func:`headroom_source` picks the source from the parameters the sensor and the
@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from airflow_quota_provider.airflow_pools import DEFAULT_API_CONN_ID
 from airflow_quota_provider.core.model import Backend, QueueConfig
 from airflow_quota_provider.headroom_source import HeadroomSource
-from airflow_quota_provider.pool_manager import DEFAULT_API_CONN_ID
 
 if TYPE_CHECKING:
     from airflow_quota_provider.hooks.batch import BatchQuotaHook
@@ -133,7 +133,7 @@ def headroom_source(
         )
     # imported here: it builds on Airflow's REST client, which a Batch fleet's sensor
     # never needs to load
-    from airflow_quota_provider.pool_manager.headroom import PoolsHeadroom
+    from airflow_quota_provider.airflow_pools.headroom import PoolsHeadroom
 
     assert fleet_config
     return PoolsHeadroom(fleet_config, airflow_api_conn_id=airflow_api_conn_id)

@@ -2,7 +2,7 @@
 
 Each kind of fleet answers it its own way:
 :class:`~airflow_quota_provider.headroom.BatchHeadroom` from an AWS Batch job queue,
-:class:`~airflow_quota_provider.pool_manager.headroom.PoolsHeadroom` from a pools
+:class:`~airflow_quota_provider.airflow_pools.headroom.PoolsHeadroom` from a pools
 fleet's Airflow pools; :func:`~airflow_quota_provider.headroom.headroom_source` picks one.
 """
 

@@ -52,18 +52,18 @@ from typing import Any
 from bounds import bound
 from sqlalchemy import create_engine, text
 
+from airflow_quota_provider.airflow_pools.decide import decide
+from airflow_quota_provider.airflow_pools.fleet import Fleet
+from airflow_quota_provider.airflow_pools.gateway import AirflowGateway, Credentials
+from airflow_quota_provider.airflow_pools.standing import Standing
+from airflow_quota_provider.airflow_pools.store import Store
+from airflow_quota_provider.airflow_pools.tasks import PoolTask, TaskState
 from airflow_quota_provider.core import QueueConfig, Share, Sharing
 from airflow_quota_provider.core.model import Backend
 from airflow_quota_provider.core.task_key import TaskKey
 from airflow_quota_provider.demo.processes import Processes, wait_for
 from airflow_quota_provider.demo.stack import Stack, StackSettings
-from airflow_quota_provider.pool_manager.decide import decide
-from airflow_quota_provider.pool_manager.fleet import Fleet
-from airflow_quota_provider.pool_manager.gateway import AirflowGateway, Credentials
 from airflow_quota_provider.pool_manager.manager import PoolManager
-from airflow_quota_provider.pool_manager.standing import Standing
-from airflow_quota_provider.pool_manager.store import Store
-from airflow_quota_provider.pool_manager.tasks import PoolTask, TaskState
 
 SHARES = 20
 PER_SHARE = 100

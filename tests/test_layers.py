@@ -252,6 +252,22 @@ def test_no_import_circles_between_packages(imports: list[Import]) -> None:
     assert not new, f"packages import each other in a circle:\n{found}"
 
 
+DAEMON = f"{PACKAGE}.pool_manager"
+"""The pool manager's loop, lease and config watch: started by its command, read by no one."""
+MAY_IMPORT_THE_DAEMON = (DAEMON, f"{PACKAGE}.cli")
+
+
+def test_only_its_command_imports_the_daemon(imports: list[Import]) -> None:
+    """The view, metrics, the backends, operators, sensors and triggers read the pools
+    backend (``airflow_pools``), never the daemon that runs it."""
+    bad = [
+        edge
+        for edge in imports
+        if _within(edge.imported, (DAEMON,)) and not _within(edge.importer, MAY_IMPORT_THE_DAEMON)
+    ]
+    assert not bad, "imports of the pool manager daemon:\n" + "\n".join(_lines(bad))
+
+
 METRICS_READS = (f"{PACKAGE}.core",)
 """What :mod:`metrics` may import of the provider: the core's read-model records."""
 

@@ -47,6 +47,9 @@ SERVED = {  # what the api-server serves of the GPU Quotas page: path -> content
     "/quota/": "text/html; charset=utf-8",
     "/quota/static/app.js": "text/javascript; charset=utf-8",
     "/quota/static/app.css": "text/css; charset=utf-8",
+    "/quota/static/history.js": "text/javascript; charset=utf-8",
+    "/quota/static/vendor/uPlot.iife.min.js": "text/javascript; charset=utf-8",
+    "/quota/static/vendor/uPlot.min.css": "text/css; charset=utf-8",
 }
 
 
@@ -312,7 +315,7 @@ def test_a_real_api_server_serves_the_gpu_quotas_page_and_its_files(installed: I
         status, served_kind, body = answers[path]
         assert (status, served_kind) == (200, kind), path
         assert body == (ROOT / PACKAGE / "view" / "static").joinpath(
-            "index.html" if path.endswith("/") else path.rsplit("/", 1)[1]
+            "index.html" if path.endswith("/") else path.split("/static/", 1)[1]
         ).read_text(encoding="utf-8"), f"{path} is not the checkout's file"
     assert answers["anonymous"] == 401
     plugin = next(p for p in answers["plugins"] if p["name"] == "gpu_quotas")

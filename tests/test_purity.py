@@ -1,4 +1,4 @@
-"""The scheduling core, the pool manager's decision step and the pools planner import no
+"""The scheduling core, the pools backend's decision step and the pools planner import no
 I/O library."""
 
 from __future__ import annotations
@@ -13,8 +13,15 @@ PURE = sorted(
     [
         *(PACKAGE / "core").glob("*.py"),
         *(
-            PACKAGE / "pool_manager" / name
-            for name in ("tasks.py", "fleet.py", "decide.py", "pools.py")
+            PACKAGE / "airflow_pools" / name
+            for name in (
+                "tasks.py",
+                "fleet.py",
+                "decide.py",
+                "pools.py",
+                "standing.py",
+                "overtaking.py",
+            )
         ),
         PACKAGE / "sync" / "changes.py",
         PACKAGE / "sync" / "pool_plan.py",

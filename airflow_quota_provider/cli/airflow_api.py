@@ -8,7 +8,7 @@ port, login and password, e.g.
 ``AIRFLOW_QUOTA_API_PASSWORD`` (never on the command line, where ``ps`` shows it).
 
 The database: ``--database``, by default the same file whichever folder a command runs
-from (:func:`~airflow_quota_provider.pool_manager.default_database_url`). Only the
+from (:func:`~airflow_quota_provider.airflow_pools.default_database_url`). Only the
 manager creates it; ``status``, ``explain`` and ``events`` read the manager's.
 """
 
@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import argparse
 
-from airflow_quota_provider.pool_manager import DATABASE_FILE, default_database_url
-from airflow_quota_provider.pool_manager import DEFAULT_API_CONN_ID as DEFAULT_CONN_ID
-from airflow_quota_provider.pool_manager.connection import PASSWORD_VARIABLE, airflow_api
+from airflow_quota_provider.airflow_pools import DATABASE_FILE, default_database_url
+from airflow_quota_provider.airflow_pools import DEFAULT_API_CONN_ID as DEFAULT_CONN_ID
+from airflow_quota_provider.airflow_pools.connection import PASSWORD_VARIABLE, airflow_api
 
 __all__ = ["PASSWORD_VARIABLE", "add_airflow_api_arguments", "airflow_api"]
 

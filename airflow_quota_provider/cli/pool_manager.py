@@ -20,15 +20,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from airflow_quota_provider import metrics
+from airflow_quota_provider.airflow_pools.rest import GatewayError
 from airflow_quota_provider.cli.airflow_api import add_airflow_api_arguments, airflow_api
 from airflow_quota_provider.cli.connection import AwsClientError, add_aws_arguments, aws_client
-from airflow_quota_provider.pool_manager.rest import GatewayError
 
 if TYPE_CHECKING:
+    from airflow_quota_provider.airflow_pools.fleet import Fleet
+    from airflow_quota_provider.airflow_pools.gateway import AirflowGateway
+    from airflow_quota_provider.airflow_pools.heartbeat import Heartbeat, HeartbeatBoard
     from airflow_quota_provider.pool_manager.config_watch import Running
-    from airflow_quota_provider.pool_manager.fleet import Fleet
-    from airflow_quota_provider.pool_manager.gateway import AirflowGateway
-    from airflow_quota_provider.pool_manager.heartbeat import Heartbeat, HeartbeatBoard
     from airflow_quota_provider.pool_manager.manager import PoolManager
 
 log = logging.getLogger("airflow_quota_provider.pool_manager")
@@ -105,7 +105,7 @@ def _external_work(args: argparse.Namespace) -> Any:
                 "which is not given"
             )
         return None
-    from airflow_quota_provider.pool_manager.external import SageMakerTrainingJobs
+    from airflow_quota_provider.airflow_pools.external import SageMakerTrainingJobs
 
     try:
         return SageMakerTrainingJobs(aws_client("sagemaker", args))
@@ -152,13 +152,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"airflow-quota pool-manager: {error}", file=sys.stderr)
         return 1
     # imported here: SQLAlchemy takes a second to load
+    from airflow_quota_provider.airflow_pools.fleet import Fleet
+    from airflow_quota_provider.airflow_pools.gateway import AirflowGateway
+    from airflow_quota_provider.airflow_pools.heartbeat import HeartbeatBoard
+    from airflow_quota_provider.airflow_pools.store import Store
     from airflow_quota_provider.pool_manager.config_watch import ConfigWatch
-    from airflow_quota_provider.pool_manager.fleet import Fleet
-    from airflow_quota_provider.pool_manager.gateway import AirflowGateway
-    from airflow_quota_provider.pool_manager.heartbeat import HeartbeatBoard
     from airflow_quota_provider.pool_manager.lease import Lease, database_identity
     from airflow_quota_provider.pool_manager.manager import PoolManager
-    from airflow_quota_provider.pool_manager.store import Store
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     metrics.start()
@@ -231,7 +231,7 @@ def _airflow_at_start(
     """Why the manager cannot start with this Airflow, if it cannot: an api-server not
     reachable within ``patience`` seconds, a login refused, a user who may not read pools,
     a config that names another fleet's pools, or another manager that acts."""
-    from airflow_quota_provider.pool_manager.heartbeat import AnotherLeader
+    from airflow_quota_provider.airflow_pools.heartbeat import AnotherLeader
 
     deadline = time.monotonic() + patience
     while True:
@@ -258,7 +258,7 @@ def _airflow_at_start(
 def _heartbeat(
     holder: str, database: str, database_url: str, args: argparse.Namespace, running: Running
 ) -> Heartbeat:
-    from airflow_quota_provider.pool_manager.heartbeat import Heartbeat
+    from airflow_quota_provider.airflow_pools.heartbeat import Heartbeat
 
     return Heartbeat(
         manager=holder,

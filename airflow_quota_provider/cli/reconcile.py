@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as error:
         print(f"airflow-quota reconcile: {error}", file=sys.stderr)
         return 1
-    from airflow_quota_provider.pool_manager.gateway import AirflowGateway
+    from airflow_quota_provider.airflow_pools.gateway import AirflowGateway
     from airflow_quota_provider.reconciler.reconciler import Reconciler
     from airflow_quota_provider.reconciler.sources import JobSource, ServiceJobs, TrainingJobs
 
@@ -123,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _pass(reconciler: Reconciler) -> bool:
-    from airflow_quota_provider.pool_manager.gateway import GatewayError
+    from airflow_quota_provider.airflow_pools.gateway import GatewayError
     from airflow_quota_provider.reconciler.sources import JobsUnknown
 
     try:

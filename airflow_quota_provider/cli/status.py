@@ -172,13 +172,13 @@ def _style() -> Style:
 
 def _pools_backend(args: argparse.Namespace) -> QuotaBackend:
     """The backend of the pools fleet of ``--config``; ``ViewError`` saying what is wrong."""
+    from airflow_quota_provider.airflow_pools.database import MissingDatabase
+    from airflow_quota_provider.airflow_pools.fleet import Fleet
+    from airflow_quota_provider.airflow_pools.gateway import AirflowGateway
+    from airflow_quota_provider.airflow_pools.store import Store
     from airflow_quota_provider.config_file import load_config
     from airflow_quota_provider.core.model import Backend
     from airflow_quota_provider.exceptions import ConfigError
-    from airflow_quota_provider.pool_manager.database import MissingDatabase
-    from airflow_quota_provider.pool_manager.fleet import Fleet
-    from airflow_quota_provider.pool_manager.gateway import AirflowGateway
-    from airflow_quota_provider.pool_manager.store import Store
     from airflow_quota_provider.view.pools_source import PoolsBackend
 
     try:
@@ -203,6 +203,6 @@ def _pools_backend(args: argparse.Namespace) -> QuotaBackend:
 
 
 def _gateway_error() -> type[Exception]:
-    from airflow_quota_provider.pool_manager.gateway import GatewayError
+    from airflow_quota_provider.airflow_pools.gateway import GatewayError
 
     return GatewayError

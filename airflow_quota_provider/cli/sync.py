@@ -19,6 +19,8 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
+from airflow_quota_provider.airflow_pools import DEFAULT_API_CONN_ID
+from airflow_quota_provider.airflow_pools.fleet import Fleet
 from airflow_quota_provider.aws_batch.errors import AwsCallFailed
 from airflow_quota_provider.cli.airflow_api import (
     add_airflow_api_arguments,
@@ -26,8 +28,6 @@ from airflow_quota_provider.cli.airflow_api import (
 )
 from airflow_quota_provider.cli.connection import AwsClientError, add_aws_arguments, aws_client
 from airflow_quota_provider.exceptions import ConfigError
-from airflow_quota_provider.pool_manager import DEFAULT_API_CONN_ID
-from airflow_quota_provider.pool_manager.fleet import Fleet
 from airflow_quota_provider.sync.apply import apply_plan
 from airflow_quota_provider.sync.aws_state import read_state
 from airflow_quota_provider.sync.changes import Change, Plan
@@ -37,7 +37,7 @@ from airflow_quota_provider.sync.render import BATCH, POOLS, Wording, change_lin
 from airflow_quota_provider.sync.target import SyncTarget, load_target
 
 if TYPE_CHECKING:
-    from airflow_quota_provider.pool_manager.gateway import AirflowGateway, GatewayError
+    from airflow_quota_provider.airflow_pools.gateway import AirflowGateway, GatewayError
 
 EXIT_OK, EXIT_ERROR, EXIT_CHANGES = 0, 1, 2
 
@@ -172,7 +172,7 @@ def _planned(result: Plan, name: str, wording: Wording) -> int:
 def _pools(args: argparse.Namespace, fleet: Fleet, *, apply: bool) -> int:
     """plan or apply for a pools fleet, through Airflow's REST API."""
     # imported here: the REST client takes a second to load, and Batch needs none of it
-    from airflow_quota_provider.pool_manager.gateway import AirflowGateway, GatewayError
+    from airflow_quota_provider.airflow_pools.gateway import AirflowGateway, GatewayError
     from airflow_quota_provider.sync.airflow_state import read_pools_state
     from airflow_quota_provider.sync.pool_plan import plan_pools
 
@@ -201,7 +201,7 @@ def _pools(args: argparse.Namespace, fleet: Fleet, *, apply: bool) -> int:
 def apply_pools(gateway: AirflowGateway, result: Plan, *, allow_destructive: bool) -> int:
     """Apply a pools plan, printing each change done, a refusal or the failed call; apply's
     exit code."""
-    from airflow_quota_provider.pool_manager.gateway import GatewayError
+    from airflow_quota_provider.airflow_pools.gateway import GatewayError
     from airflow_quota_provider.sync.pool_apply import apply_pool_plan
 
     done: list[Change] = []

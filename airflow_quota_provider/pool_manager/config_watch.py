@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
+from airflow_quota_provider.airflow_pools.heartbeat import config_digest
 from airflow_quota_provider.config_file import config_of_text
 from airflow_quota_provider.core.model import Backend, QueueConfig
 from airflow_quota_provider.exceptions import ConfigError
-from airflow_quota_provider.pool_manager.heartbeat import config_digest
 
 log = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ Each cycle:
 
 1. reads the task instances of the managed pools and the pools (a few calls);
 2. decides from the core's state kept between cycles
-   (:class:`~airflow_quota_provider.pool_manager.standing.Standing`), which takes what
+   (:class:`~airflow_quota_provider.airflow_pools.standing.Standing`), which takes what
    changed since the last read: built afresh when the manager starts, takes the lease
    over or runs a new config, and rebuilt every ``heal_every`` seconds (any difference
    is logged and counted; there should be none);
@@ -18,7 +18,7 @@ Each cycle:
       until then), because a cleared task stops counting against its pool at
       once while its process may live ~10 s more;
    e. a task ``restarting`` for long after it was cleared is cleared again (see
-      :mod:`~airflow_quota_provider.pool_manager.restarting`).
+      :mod:`~airflow_quota_provider.airflow_pools.restarting`).
 
 After each cycle it sends the fleet's gauges (per share and unit: used, borrowed,
 lent, waiting) and counts preemptions and failures per share, through Airflow's
@@ -49,31 +49,31 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from airflow_quota_provider import metrics
-from airflow_quota_provider.core.task_key import TaskKey
-from airflow_quota_provider.pool_manager.config_watch import ConfigRefused, ConfigWatch
-from airflow_quota_provider.pool_manager.decide import PoolPlan, Stop, decide
-from airflow_quota_provider.pool_manager.external import (
+from airflow_quota_provider.airflow_pools.decide import PoolPlan, Stop
+from airflow_quota_provider.airflow_pools.external import (
     TRIGGER_ON_KILL,
     ExternalWork,
     ExternalWorkUnknown,
     Victim,
 )
-from airflow_quota_provider.pool_manager.figures import fleet_gauges
-from airflow_quota_provider.pool_manager.fleet import Fleet
-from airflow_quota_provider.pool_manager.gateway import AirflowGateway, GatewayError
-from airflow_quota_provider.pool_manager.heartbeat import (
+from airflow_quota_provider.airflow_pools.figures import fleet_gauges
+from airflow_quota_provider.airflow_pools.fleet import Fleet
+from airflow_quota_provider.airflow_pools.gateway import AirflowGateway, GatewayError
+from airflow_quota_provider.airflow_pools.heartbeat import (
     STALE_AFTER_INTERVALS,
     AnotherLeader,
     Heartbeat,
     HeartbeatBoard,
 )
+from airflow_quota_provider.airflow_pools.observe import Observed, observe
+from airflow_quota_provider.airflow_pools.overtaking import Overtaking
+from airflow_quota_provider.airflow_pools.pools import PoolSlots
+from airflow_quota_provider.airflow_pools.restarting import RestartingWatch
+from airflow_quota_provider.airflow_pools.standing import Standing
+from airflow_quota_provider.airflow_pools.store import Store
+from airflow_quota_provider.airflow_pools.tasks import PoolTask, TaskState
+from airflow_quota_provider.pool_manager.config_watch import ConfigRefused, ConfigWatch
 from airflow_quota_provider.pool_manager.lease import Lease
-from airflow_quota_provider.pool_manager.overtaking import Overtaking
-from airflow_quota_provider.pool_manager.pools import PoolSlots
-from airflow_quota_provider.pool_manager.restarting import RestartingWatch
-from airflow_quota_provider.pool_manager.standing import Standing
-from airflow_quota_provider.pool_manager.store import Store
-from airflow_quota_provider.pool_manager.tasks import PoolTask, TaskState
 from airflow_quota_provider.reconciler.reconciler import Reconciler
 from airflow_quota_provider.reconciler.sources import JobsUnknown
 
@@ -102,95 +102,6 @@ class Refused(RuntimeError):
     def __init__(self, error: GatewayError) -> None:
         super().__init__(str(error))
         self.error = error
-
-
-@dataclass(frozen=True)
-class Observed:
-    """The fleet as Airflow shows it now, with what the core decides for it."""
-
-    tasks: list[PoolTask]
-    preemptions: dict[TaskKey, int]
-    plan: PoolPlan
-    read: list[PoolTask]
-    """The task instances as Airflow shows them (``tasks`` adds what external work holds)."""
-
-
-def observe(
-    fleet: Fleet,
-    gateway: AirflowGateway,
-    store: Store,
-    now: float,
-    external: ExternalWork | None = None,
-    standing: Standing | None = None,
-    *,
-    heal: bool = False,
-) -> Observed:
-    """Read the managed pools' task instances and decide for them, as every cycle does
-    (and the GPU Quotas view, so it shows the manager's own reasons).
-
-    With ``external``, a recent victim whose external work still runs holds its slots
-    as a task being stopped (see :mod:`~airflow_quota_provider.pool_manager.external`).
-    With ``standing``, the state kept between cycles takes what changed and decides
-    (with ``heal``, it is then rebuilt from what was read, saying what differed);
-    without, the state is built from what was read.
-    """
-    read = gateway.task_instances(fleet)
-    tasks = read
-    if external is not None:
-        tasks = _held_by_external_work(fleet, read, store, external, now)
-    preemptions = store.preemptions(task.key for task in tasks)
-    if standing is None:
-        return Observed(tasks, preemptions, decide(fleet, tasks, now, preemptions), read)
-    standing.update(tasks, preemptions)
-    if heal:
-        standing.heal(tasks, preemptions, now)
-    return Observed(tasks, preemptions, standing.decide(now), read)
-
-
-EXTERNAL_WATCH_SECONDS = 86_400.0
-"""How long after a preemption its victim's external work is watched for."""
-
-
-def _held_by_external_work(
-    fleet: Fleet, tasks: list[PoolTask], store: Store, external: ExternalWork, now: float
-) -> list[PoolTask]:
-    rows = [
-        row
-        for row in store.unreleased(_moment(now - EXTERNAL_WATCH_SECONDS))
-        if row.try_number is not None and row.pool in fleet.shares
-    ]
-    if not rows:
-        return tasks
-    victims = {row.id: Victim(row.key, row.try_number or 0) for row in rows}
-    running = external.running(set(victims.values()))
-    store.release((i for i, victim in victims.items() if victim not in running), _moment(now))
-    held = {victim.key: row for row in rows if (victim := victims[row.id]) in running}
-    result = []
-    for task in tasks:
-        row = held.pop(task.key, None)
-        if row is not None and not task.state.holds:
-            log.info(
-                "%s holds %d slots of %s until its external work stops",
-                task.key,
-                task.slots,
-                task.pool,
-            )
-            task = replace(task, state=TaskState.RESTARTING)
-        result.append(task)
-    for key, row in held.items():  # cleared, and not even waiting again yet
-        result.append(
-            PoolTask(
-                key,
-                row.pool,
-                row.slots,
-                0,
-                0.0,
-                TaskState.RESTARTING,
-                start_date=row.started.timestamp() if row.started else None,
-                try_number=row.try_number or 0,
-            )
-        )
-    return result
 
 
 @dataclass(frozen=True)
@@ -502,7 +413,7 @@ class PoolManager:
 
     def _clear_again(self, task: PoolTask, now: float) -> None:
         """Send a task stuck ``restarting`` back to be scheduled (see
-        :mod:`~airflow_quota_provider.pool_manager.restarting`), keeping its note."""
+        :mod:`~airflow_quota_provider.airflow_pools.restarting`), keeping its note."""
         self._may_change(f"clear {task.key} again")
         last = self.store.last_preemption(task.key)
         note = last.note if last is not None else "Cleared again by the quota pool manager"

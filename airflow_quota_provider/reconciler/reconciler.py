@@ -45,7 +45,7 @@ class Reconciler:
     """Stops our jobs that no task watches any more.
 
     :param sources: where our jobs are (AWS Batch job queues, SageMaker).
-    :param airflow: reads task instances (an :class:`~airflow_quota_provider.pool_manager.
+    :param airflow: reads task instances (an :class:`~airflow_quota_provider.airflow_pools.
         gateway.AirflowGateway`).
     :param fleet: the name counts and logs use (the job queue or the pools fleet).
     :param grace: seconds a job must have been an orphan before it is stopped.

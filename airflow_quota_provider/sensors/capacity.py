@@ -11,11 +11,11 @@ from airflow.providers.amazon.aws.sensors.base_aws import AwsBaseSensor
 from airflow.providers.amazon.aws.utils.mixins import aws_template_fields
 from airflow.providers.common.compat.sdk import conf
 
+from airflow_quota_provider.airflow_pools import DEFAULT_API_CONN_ID
 from airflow_quota_provider.aws_batch.submission import check_demand
 from airflow_quota_provider.headroom import backend_of, headroom_source
 from airflow_quota_provider.headroom_source import HeadroomSource
 from airflow_quota_provider.hooks.batch import BatchQuotaHook
-from airflow_quota_provider.pool_manager import DEFAULT_API_CONN_ID
 from airflow_quota_provider.refusals import failing_at_once
 from airflow_quota_provider.triggers.capacity import QuotaCapacityTrigger, shortfall
 

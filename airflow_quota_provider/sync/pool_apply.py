@@ -4,7 +4,7 @@ Refused before any call, as for AWS Batch
 (:func:`~airflow_quota_provider.sync.apply.refuse_unless_allowed`): a plan with
 blockers, and a plan with destructive changes unless they are allowed. A call
 that fails stops the apply with its
-:class:`~airflow_quota_provider.pool_manager.gateway.GatewayError`; the changes
+:class:`~airflow_quota_provider.airflow_pools.gateway.GatewayError`; the changes
 done before it were reported through ``on_done`` and stay done (Airflow's API
 has no transactions), so running apply again finishes the rest.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from airflow_quota_provider.pool_manager.gateway import AirflowGateway
+from airflow_quota_provider.airflow_pools.gateway import AirflowGateway
 from airflow_quota_provider.sync.apply import OnDone, refuse_unless_allowed
 from airflow_quota_provider.sync.changes import Change, Plan
 

@@ -4,13 +4,13 @@ ordered pool changes that make Airflow match a config with ``backend: airflow_po
 Pure: the pools and task instances come in as the gateway reads them
 (:class:`PoolsState`), the time as a number, and the result is a
 :class:`~airflow_quota_provider.sync.changes.Plan` whose calls are methods of
-:class:`~airflow_quota_provider.pool_manager.gateway.AirflowGateway`.
+:class:`~airflow_quota_provider.airflow_pools.gateway.AirflowGateway`.
 
 What apply makes true, pool by pool (the config's pools: each share's unit, see
-:class:`~airflow_quota_provider.pool_manager.fleet.Fleet`):
+:class:`~airflow_quota_provider.airflow_pools.fleet.Fleet`):
 
 - **missing**: created with the slots the core would open now, that is what
-  :func:`~airflow_quota_provider.pool_manager.decide.decide` gives it for the
+  :func:`~airflow_quota_provider.airflow_pools.decide.decide` gives it for the
   tasks Airflow has now (0, shut, unless it admits one), with ``include_deferred`` on and
   the manager's description. Not the share's capacity: while another share
   borrows, opening what a share owns would promise GPUs that are in use. A
@@ -56,11 +56,11 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from airflow_quota_provider.airflow_pools.decide import Stop, decide
+from airflow_quota_provider.airflow_pools.fleet import Fleet
+from airflow_quota_provider.airflow_pools.pools import PoolSlots, managing_fleet
+from airflow_quota_provider.airflow_pools.tasks import PoolTask, TaskState
 from airflow_quota_provider.exceptions import Problem
-from airflow_quota_provider.pool_manager.decide import Stop, decide
-from airflow_quota_provider.pool_manager.fleet import Fleet
-from airflow_quota_provider.pool_manager.pools import PoolSlots, managing_fleet
-from airflow_quota_provider.pool_manager.tasks import PoolTask, TaskState
 from airflow_quota_provider.sync.changes import POOL, Call, Change, Plan
 
 LISTED_TASKS = 3

@@ -2,7 +2,7 @@
 or a pools fleet.
 
 The file is a quota config (see :mod:`airflow_quota_provider.core.config`).
-With ``backend: airflow_pools`` it is a :class:`~airflow_quota_provider.pool_manager.fleet.Fleet`
+With ``backend: airflow_pools`` it is a :class:`~airflow_quota_provider.airflow_pools.fleet.Fleet`
 whose pools live in Airflow, and the keys below are refused. For AWS Batch it
 may have three optional top-level keys naming the AWS resources around the job
 queue:
@@ -25,12 +25,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from airflow_quota_provider.airflow_pools.fleet import Fleet
 from airflow_quota_provider.config_file import load_mapping
 from airflow_quota_provider.core.config import parse_config
 from airflow_quota_provider.core.fields import Check, Fields, is_int, show
 from airflow_quota_provider.core.model import Backend, QueueConfig
 from airflow_quota_provider.exceptions import ConfigError, Problem
-from airflow_quota_provider.pool_manager.fleet import Fleet
 
 NAME_KEYS: Final = ("service_environment", "scheduling_policy", "job_queue_priority")
 DEFAULT_QUEUE_PRIORITY: Final = 1

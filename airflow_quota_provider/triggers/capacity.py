@@ -8,8 +8,8 @@ from typing import Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
+from airflow_quota_provider.airflow_pools import DEFAULT_API_CONN_ID
 from airflow_quota_provider.headroom import headroom_source
-from airflow_quota_provider.pool_manager import DEFAULT_API_CONN_ID
 from airflow_quota_provider.triggers.events import CapacityEvent
 
 

@@ -51,13 +51,13 @@ def backend_from_config() -> QuotaBackend:
 
 
 def _pools_backend(path: str) -> QuotaBackend:
+    from airflow_quota_provider.airflow_pools import DEFAULT_API_CONN_ID, DEFAULT_DATABASE_URL
+    from airflow_quota_provider.airflow_pools.connection import airflow_api
+    from airflow_quota_provider.airflow_pools.database import MissingDatabase
+    from airflow_quota_provider.airflow_pools.fleet import Fleet
+    from airflow_quota_provider.airflow_pools.gateway import AirflowGateway
+    from airflow_quota_provider.airflow_pools.store import Store
     from airflow_quota_provider.config_file import load_config
-    from airflow_quota_provider.pool_manager import DEFAULT_API_CONN_ID, DEFAULT_DATABASE_URL
-    from airflow_quota_provider.pool_manager.connection import airflow_api
-    from airflow_quota_provider.pool_manager.database import MissingDatabase
-    from airflow_quota_provider.pool_manager.fleet import Fleet
-    from airflow_quota_provider.pool_manager.gateway import AirflowGateway
-    from airflow_quota_provider.pool_manager.store import Store
     from airflow_quota_provider.view.pools_source import PoolsBackend
 
     conn_id = conf.get(SECTION, "view_api_conn_id", fallback=DEFAULT_API_CONN_ID)

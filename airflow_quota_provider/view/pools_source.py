@@ -21,6 +21,20 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from airflow_quota_provider.airflow_pools.decide import PoolPlan, running_jobs, waiting_jobs
+from airflow_quota_provider.airflow_pools.figures import (
+    holders_occupancy,
+    scheduled,
+    share_views,
+)
+from airflow_quota_provider.airflow_pools.fleet import Fleet
+from airflow_quota_provider.airflow_pools.gateway import AirflowGateway
+from airflow_quota_provider.airflow_pools.health import health
+from airflow_quota_provider.airflow_pools.heartbeat import HeartbeatBoard, config_digest
+from airflow_quota_provider.airflow_pools.observe import observe
+from airflow_quota_provider.airflow_pools.store import PreemptionRow, Store
+from airflow_quota_provider.airflow_pools.task_history import TaskHistory, task_durations, task_of
+from airflow_quota_provider.airflow_pools.tasks import PoolTask, TaskState
 from airflow_quota_provider.aws_batch.job_views import PREEMPTING, task_link
 from airflow_quota_provider.core import QueueState, Wait
 from airflow_quota_provider.core.durations import DurationEstimate
@@ -38,20 +52,6 @@ from airflow_quota_provider.core.views import (
     UnitCapacity,
 )
 from airflow_quota_provider.exceptions import ViewError
-from airflow_quota_provider.pool_manager.decide import PoolPlan, running_jobs, waiting_jobs
-from airflow_quota_provider.pool_manager.figures import (
-    holders_occupancy,
-    scheduled,
-    share_views,
-)
-from airflow_quota_provider.pool_manager.fleet import Fleet
-from airflow_quota_provider.pool_manager.gateway import AirflowGateway
-from airflow_quota_provider.pool_manager.health import health
-from airflow_quota_provider.pool_manager.heartbeat import HeartbeatBoard, config_digest
-from airflow_quota_provider.pool_manager.manager import observe
-from airflow_quota_provider.pool_manager.store import PreemptionRow, Store
-from airflow_quota_provider.pool_manager.task_history import TaskHistory, task_durations, task_of
-from airflow_quota_provider.pool_manager.tasks import PoolTask, TaskState
 from airflow_quota_provider.view.explain import explain
 
 _STATUS = {

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from airflow_quota_provider.airflow_pools.store import Store
 from airflow_quota_provider.demo.pools_story import DAG_IDS as POOLS_DAG_IDS
-from airflow_quota_provider.pool_manager.store import Store
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]

@@ -51,9 +51,9 @@ STEP_SECONDS = 60.0
 def test_example_dags_import_cleanly(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "path", list(sys.path))  # the bag adds the bundle's root for good
 
+    from airflow_quota_provider.airflow_pools.fleet import Fleet
     from airflow_quota_provider.operators.batch import QuotaTrainingOperator
     from airflow_quota_provider.operators.sagemaker import PoolTrainingOperator
-    from airflow_quota_provider.pool_manager.fleet import Fleet
 
     bag = dag_bag(DAGS)
     assert bag.import_errors == {}

@@ -12,10 +12,10 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.engine import Row
 
+from airflow_quota_provider.airflow_pools.database import engine_for
 from airflow_quota_provider.demo.airflow_api import AirflowApi, AirflowApiError
 from airflow_quota_provider.demo.processes import Processes, wait_for
 from airflow_quota_provider.demo.stack import Stack, StackSettings
-from airflow_quota_provider.pool_manager.database import engine_for
 from tests.postgres import plain, postgres_database
 
 HERE = Path(__file__).resolve().parent

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from airflow_quota_provider.airflow_pools.connection import PASSWORD_VARIABLE
+from airflow_quota_provider.airflow_pools.fleet import Fleet
+from airflow_quota_provider.airflow_pools.gateway import AirflowGateway, Credentials, GatewayError
+from airflow_quota_provider.airflow_pools.store import Store
 from airflow_quota_provider.cli import main
-from airflow_quota_provider.pool_manager.connection import PASSWORD_VARIABLE
-from airflow_quota_provider.pool_manager.fleet import Fleet
-from airflow_quota_provider.pool_manager.gateway import AirflowGateway, Credentials, GatewayError
 from airflow_quota_provider.pool_manager.manager import PoolManager
-from airflow_quota_provider.pool_manager.store import Store
 from tests.core.builders import queue, share
 
 HERE = Path(__file__).resolve().parent

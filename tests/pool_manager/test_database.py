@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from airflow_quota_provider.airflow_pools.database import DatabaseUrlError, engine_for
+from airflow_quota_provider.airflow_pools.store import Store
 from airflow_quota_provider.cli import main
-from airflow_quota_provider.pool_manager.database import DatabaseUrlError, engine_for
-from airflow_quota_provider.pool_manager.store import Store
 from tests.postgres import plain, postgres_database
 
 FLEET = Path(__file__).resolve().parent / "fleet.yaml"

@@ -8,18 +8,18 @@ from typing import Any
 
 import pytest
 
-from airflow_quota_provider.core import PreemptionKind, WaitCode
-from airflow_quota_provider.core.model import Backend, Sharing
-from airflow_quota_provider.core.task_key import TaskKey
-from airflow_quota_provider.pool_manager.decide import (
+from airflow_quota_provider.airflow_pools.decide import (
     PoolPlan,
     Refusal,
     Start,
     Stop,
     decide,
 )
-from airflow_quota_provider.pool_manager.fleet import Fleet
-from airflow_quota_provider.pool_manager.tasks import PoolTask, TaskState
+from airflow_quota_provider.airflow_pools.fleet import Fleet
+from airflow_quota_provider.airflow_pools.tasks import PoolTask, TaskState
+from airflow_quota_provider.core import PreemptionKind, WaitCode
+from airflow_quota_provider.core.model import Backend, Sharing
+from airflow_quota_provider.core.task_key import TaskKey
 from tests.core.builders import queue, share
 
 CONFIG = replace(

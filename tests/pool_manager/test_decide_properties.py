@@ -12,11 +12,11 @@ from dataclasses import replace
 from hypothesis import given, settings, target
 from hypothesis import strategies as st
 
+from airflow_quota_provider.airflow_pools.decide import PoolPlan, decide
+from airflow_quota_provider.airflow_pools.fleet import Fleet
+from airflow_quota_provider.airflow_pools.tasks import PoolTask, TaskState
 from airflow_quota_provider.core import QueueConfig
 from airflow_quota_provider.core.task_key import TaskKey
-from airflow_quota_provider.pool_manager.decide import PoolPlan, decide
-from airflow_quota_provider.pool_manager.fleet import Fleet
-from airflow_quota_provider.pool_manager.tasks import PoolTask, TaskState
 from tests.core.strategies import queue_configs
 
 HUNT = os.environ.get("PROPERTY_EXAMPLES")

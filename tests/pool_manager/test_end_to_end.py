@@ -22,10 +22,10 @@ from datetime import datetime
 
 import pytest
 
+from airflow_quota_provider.airflow_pools.gateway import AirflowGateway, Credentials
+from airflow_quota_provider.airflow_pools.task_history import TaskHistory
 from airflow_quota_provider.demo.processes import wait_for
 from airflow_quota_provider.demo.stack import Stack
-from airflow_quota_provider.pool_manager.gateway import AirflowGateway, Credentials
-from airflow_quota_provider.pool_manager.task_history import TaskHistory
 from airflow_quota_provider.versions import release
 from tests.pool_manager.conftest import (
     HERE,

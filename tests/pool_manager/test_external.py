@@ -11,17 +11,17 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from airflow_quota_provider.core import PreemptionKind
-from airflow_quota_provider.pool_manager.database import engine_for
-from airflow_quota_provider.pool_manager.decide import Stop, decide
-from airflow_quota_provider.pool_manager.external import (
+from airflow_quota_provider.airflow_pools.database import engine_for
+from airflow_quota_provider.airflow_pools.decide import Stop, decide
+from airflow_quota_provider.airflow_pools.external import (
     ExternalWorkUnknown,
     SageMakerTrainingJobs,
     Victim,
 )
-from airflow_quota_provider.pool_manager.manager import _held_by_external_work
-from airflow_quota_provider.pool_manager.store import Store
-from airflow_quota_provider.pool_manager.tasks import TaskState
+from airflow_quota_provider.airflow_pools.observe import _held_by_external_work
+from airflow_quota_provider.airflow_pools.store import Store
+from airflow_quota_provider.airflow_pools.tasks import TaskState
+from airflow_quota_provider.core import PreemptionKind
 from tests.emulator.conftest import Endpoint, make_client, serve, training_payload
 from tests.pool_manager.test_decide import FLEET, NLP, RUNNING, VISION, key, task
 

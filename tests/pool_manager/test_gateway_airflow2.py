@@ -11,7 +11,7 @@ from http.server import ThreadingHTTPServer
 
 import pytest
 
-from airflow_quota_provider.pool_manager.gateway import AirflowGateway, Credentials, GatewayError
+from airflow_quota_provider.airflow_pools.gateway import AirflowGateway, Credentials, GatewayError
 from tests.pool_manager.fake_http import JsonHandler, serving
 
 

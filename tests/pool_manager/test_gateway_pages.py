@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from airflow_quota_provider.pool_manager import gateway as gateway_module
-from airflow_quota_provider.pool_manager.gateway import AirflowGateway, Credentials, GatewayError
+from airflow_quota_provider.airflow_pools import gateway as gateway_module
+from airflow_quota_provider.airflow_pools.gateway import AirflowGateway, Credentials, GatewayError
 from tests.pool_manager.fake_http import JsonHandler, serving
 
 PAGE = 3

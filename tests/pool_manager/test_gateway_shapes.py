@@ -18,8 +18,8 @@ from urllib.parse import parse_qs, unquote, urlparse
 
 import pytest
 
+from airflow_quota_provider.airflow_pools.gateway import AirflowGateway, Credentials
 from airflow_quota_provider.core.task_key import TaskKey
-from airflow_quota_provider.pool_manager.gateway import AirflowGateway, Credentials
 from tests.pool_manager.fake_http import JsonHandler, serving
 
 _BEFORE_3_1 = {

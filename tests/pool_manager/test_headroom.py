@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from airflow.providers.common.compat.sdk import AirflowNotFoundException
 
+from airflow_quota_provider.airflow_pools.headroom import PoolsHeadroom, fleet_headroom, pools_fleet
+from airflow_quota_provider.airflow_pools.tasks import PoolTask, TaskState
 from airflow_quota_provider.exceptions import ConfigError
 from airflow_quota_provider.headroom import BatchHeadroom, backend_of, headroom_source
-from airflow_quota_provider.pool_manager.headroom import PoolsHeadroom, fleet_headroom, pools_fleet
-from airflow_quota_provider.pool_manager.tasks import PoolTask, TaskState
 from airflow_quota_provider.sensors.capacity import QuotaCapacitySensor
 from airflow_quota_provider.triggers.capacity import QuotaCapacityTrigger
 from tests.pool_manager.test_decide import FLEET, NLP, RESTARTING, RUNNING, VISION, task

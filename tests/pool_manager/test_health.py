@@ -15,6 +15,20 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
+from airflow_quota_provider.airflow_pools.connection import PASSWORD_VARIABLE
+from airflow_quota_provider.airflow_pools.database import MissingDatabase
+from airflow_quota_provider.airflow_pools.decide import PoolPlan
+from airflow_quota_provider.airflow_pools.fleet import Fleet
+from airflow_quota_provider.airflow_pools.gateway import AirflowGateway, Credentials
+from airflow_quota_provider.airflow_pools.health import health
+from airflow_quota_provider.airflow_pools.heartbeat import (
+    AnotherLeader,
+    Heartbeat,
+    HeartbeatBoard,
+    config_digest,
+    variable_key,
+)
+from airflow_quota_provider.airflow_pools.store import Store
 from airflow_quota_provider.cli import main
 from airflow_quota_provider.config_file import config_of_text
 from airflow_quota_provider.exceptions import ViewError
@@ -23,21 +37,7 @@ from airflow_quota_provider.pool_manager.config_watch import (
     ConfigWatch,
     read_config,
 )
-from airflow_quota_provider.pool_manager.connection import PASSWORD_VARIABLE
-from airflow_quota_provider.pool_manager.database import MissingDatabase
-from airflow_quota_provider.pool_manager.decide import PoolPlan
-from airflow_quota_provider.pool_manager.fleet import Fleet
-from airflow_quota_provider.pool_manager.gateway import AirflowGateway, Credentials
-from airflow_quota_provider.pool_manager.health import health
-from airflow_quota_provider.pool_manager.heartbeat import (
-    AnotherLeader,
-    Heartbeat,
-    HeartbeatBoard,
-    config_digest,
-    variable_key,
-)
 from airflow_quota_provider.pool_manager.manager import CycleReport, PoolManager, QuietCycles
-from airflow_quota_provider.pool_manager.store import Store
 from airflow_quota_provider.view.api import create_app
 from airflow_quota_provider.view.pools_source import PoolsBackend
 from airflow_quota_provider.view.text import Style, status_lines

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy.engine import Engine
 
+from airflow_quota_provider.airflow_pools.connection import PASSWORD_VARIABLE
+from airflow_quota_provider.airflow_pools.database import engine_for
 from airflow_quota_provider.cli import main
-from airflow_quota_provider.pool_manager.connection import PASSWORD_VARIABLE
-from airflow_quota_provider.pool_manager.database import engine_for
 from airflow_quota_provider.pool_manager.lease import Lease
 from tests.postgres import plain, postgres_database
 

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from airflow_quota_provider.pool_manager.decide import Start, decide
-from airflow_quota_provider.pool_manager.fleet import Fleet
-from airflow_quota_provider.pool_manager.gateway import AirflowGateway, Credentials
-from airflow_quota_provider.pool_manager.gateway import pool_task as read_task
+from airflow_quota_provider.airflow_pools.decide import Start, decide
+from airflow_quota_provider.airflow_pools.fleet import Fleet
+from airflow_quota_provider.airflow_pools.gateway import AirflowGateway, Credentials
+from airflow_quota_provider.airflow_pools.gateway import pool_task as read_task
+from airflow_quota_provider.airflow_pools.store import Store
 from airflow_quota_provider.pool_manager.manager import PoolManager
-from airflow_quota_provider.pool_manager.store import Store
 from tests.core.builders import queue, share
 from tests.pool_manager.fake_http import serving
 from tests.pool_manager.test_decide import key

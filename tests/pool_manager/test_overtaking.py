@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from airflow_quota_provider.airflow_pools.overtaking import Overtaking
+from airflow_quota_provider.airflow_pools.tasks import PoolTask, TaskState
 from airflow_quota_provider.core.task_key import TaskKey
-from airflow_quota_provider.pool_manager.overtaking import Overtaking
-from airflow_quota_provider.pool_manager.tasks import PoolTask, TaskState
 
 HEAD = TaskKey("big", "r", "train")
 SMALL = TaskKey("small", "r", "train")

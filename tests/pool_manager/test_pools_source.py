@@ -6,12 +6,12 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
+from airflow_quota_provider.airflow_pools.decide import decide
+from airflow_quota_provider.airflow_pools.figures import fleet_gauges
+from airflow_quota_provider.airflow_pools.gateway import AirflowGateway, Credentials
+from airflow_quota_provider.airflow_pools.store import Store
+from airflow_quota_provider.airflow_pools.task_history import task_durations
 from airflow_quota_provider.core.views import AwaitedEnd, ExpectedEnd, PredictedStart
-from airflow_quota_provider.pool_manager.decide import decide
-from airflow_quota_provider.pool_manager.figures import fleet_gauges
-from airflow_quota_provider.pool_manager.gateway import AirflowGateway, Credentials
-from airflow_quota_provider.pool_manager.store import Store
-from airflow_quota_provider.pool_manager.task_history import task_durations
 from airflow_quota_provider.view.explain import explain
 from airflow_quota_provider.view.pools_source import PoolsBackend, pools_view
 from airflow_quota_provider.view.text import Style, event_lines, explanation_lines, status_lines

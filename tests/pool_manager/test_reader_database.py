@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import inspect, text
 
+from airflow_quota_provider.airflow_pools.connection import PASSWORD_VARIABLE
+from airflow_quota_provider.airflow_pools.database import MissingDatabase, engine_for
+from airflow_quota_provider.airflow_pools.store import Store
 from airflow_quota_provider.cli import main
-from airflow_quota_provider.pool_manager.connection import PASSWORD_VARIABLE
-from airflow_quota_provider.pool_manager.database import MissingDatabase, engine_for
-from airflow_quota_provider.pool_manager.store import Store
 from tests.pool_manager.fake_http import serving
 from tests.pool_manager.test_refusal import VICTIM, RefusingAirflow, reclaim
 from tests.postgres import plain, postgres_database

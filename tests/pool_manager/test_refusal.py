@@ -22,11 +22,11 @@ from urllib.parse import unquote, urlparse
 import pytest
 from fastapi.testclient import TestClient
 
-from airflow_quota_provider.pool_manager.fleet import Fleet
-from airflow_quota_provider.pool_manager.gateway import AirflowGateway, Credentials, GatewayError
-from airflow_quota_provider.pool_manager.heartbeat import Heartbeat, HeartbeatBoard
+from airflow_quota_provider.airflow_pools.fleet import Fleet
+from airflow_quota_provider.airflow_pools.gateway import AirflowGateway, Credentials, GatewayError
+from airflow_quota_provider.airflow_pools.heartbeat import Heartbeat, HeartbeatBoard
+from airflow_quota_provider.airflow_pools.store import Store
 from airflow_quota_provider.pool_manager.manager import PoolManager, Refused
-from airflow_quota_provider.pool_manager.store import Store
 from airflow_quota_provider.view.api import create_app
 from airflow_quota_provider.view.pools_source import PoolsBackend
 from airflow_quota_provider.view.text import Style, explanation_lines, status_lines

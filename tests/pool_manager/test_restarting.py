@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from airflow_quota_provider.pool_manager.restarting import RestartingWatch
+from airflow_quota_provider.airflow_pools.restarting import RestartingWatch
 from tests.pool_manager.test_decide import NLP, RESTARTING, RUNNING, VISION, task
 
 

@@ -24,11 +24,11 @@ from typing import Any
 
 import pytest
 
+from airflow_quota_provider.airflow_pools.external import TRIGGER_ON_KILL
 from airflow_quota_provider.core.task_key import TaskKey
 from airflow_quota_provider.demo.processes import wait_for
 from airflow_quota_provider.demo.stack import Stack
 from airflow_quota_provider.hooks.sagemaker import PREEMPTED_TAG
-from airflow_quota_provider.pool_manager.external import TRIGGER_ON_KILL
 from airflow_quota_provider.versions import airflow_version
 from tests.emulator.conftest import make_client
 from tests.pool_manager.conftest import HERE, managed_stack, trigger

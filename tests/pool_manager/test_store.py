@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from airflow_quota_provider.airflow_pools.decide import Stop, decide
+from airflow_quota_provider.airflow_pools.store import Store
 from airflow_quota_provider.core import PreemptionKind
 from airflow_quota_provider.core.task_key import TaskKey
-from airflow_quota_provider.pool_manager.decide import Stop, decide
-from airflow_quota_provider.pool_manager.store import Store
 from tests.pool_manager.test_decide import FLEET, NLP, RESTARTING, RUNNING, VISION, key, task
 from tests.postgres import plain, postgres_database
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from airflow_quota_provider.airflow_pools.gateway import AirflowGateway, Credentials
+from airflow_quota_provider.airflow_pools.task_history import TaskHistory, task_durations
 from airflow_quota_provider.core.durations import NO_HISTORY, DurationEstimate
-from airflow_quota_provider.pool_manager.gateway import AirflowGateway, Credentials
-from airflow_quota_provider.pool_manager.task_history import TaskHistory, task_durations
 from tests.pool_manager.fake_http import JsonHandler, serving
 from tests.pool_manager.test_decide import NLP, RUNNING, task
 

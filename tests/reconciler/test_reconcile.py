@@ -19,12 +19,12 @@ from typing import Any
 import boto3
 import pytest
 
+from airflow_quota_provider.airflow_pools.connection import PASSWORD_VARIABLE
+from airflow_quota_provider.airflow_pools.restarting import STUCK_AFTER_SECONDS
 from airflow_quota_provider.cli import main
 from airflow_quota_provider.core.task_key import TaskKey
 from airflow_quota_provider.demo.processes import Processes, wait_for
 from airflow_quota_provider.demo.stack import Stack, StackSettings
-from airflow_quota_provider.pool_manager.connection import PASSWORD_VARIABLE
-from airflow_quota_provider.pool_manager.restarting import STUCK_AFTER_SECONDS
 from tests.emulator.conftest import training_payload
 
 pytestmark = pytest.mark.slow

@@ -17,13 +17,13 @@ from typing import Any
 
 import pytest
 
+from airflow_quota_provider.airflow_pools.fleet import Fleet
+from airflow_quota_provider.airflow_pools.gateway import AirflowGateway, Credentials
+from airflow_quota_provider.airflow_pools.pools import pool_description
 from airflow_quota_provider.cli import main
 from airflow_quota_provider.cli.sync import apply_pools
 from airflow_quota_provider.demo.processes import Processes
 from airflow_quota_provider.demo.stack import Stack, StackSettings
-from airflow_quota_provider.pool_manager.fleet import Fleet
-from airflow_quota_provider.pool_manager.gateway import AirflowGateway, Credentials
-from airflow_quota_provider.pool_manager.pools import pool_description
 from airflow_quota_provider.sync.pool_plan import PoolsState, plan_pools
 from airflow_quota_provider.sync.target import load_target
 

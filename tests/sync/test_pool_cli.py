@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from airflow_quota_provider.airflow_pools.fleet import Fleet
 from airflow_quota_provider.cli import main
 from airflow_quota_provider.exceptions import ConfigError, Problem
-from airflow_quota_provider.pool_manager.fleet import Fleet
 from airflow_quota_provider.sync.target import SyncTarget, parse_target
 from tests.emulator.conftest import Endpoint
 from tests.sync.test_sync_endpoint import CONFIG as BATCH_CONFIG

@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
+from airflow_quota_provider.airflow_pools.fleet import Fleet
+from airflow_quota_provider.airflow_pools.pools import PoolSlots, pool_description
+from airflow_quota_provider.airflow_pools.tasks import PoolTask, TaskState
 from airflow_quota_provider.core.model import Backend
 from airflow_quota_provider.core.task_key import TaskKey
 from airflow_quota_provider.exceptions import Problem
-from airflow_quota_provider.pool_manager.fleet import Fleet
-from airflow_quota_provider.pool_manager.pools import PoolSlots, pool_description
-from airflow_quota_provider.pool_manager.tasks import PoolTask, TaskState
 from airflow_quota_provider.sync.changes import Change
 from airflow_quota_provider.sync.pool_plan import PoolsState, plan_pools
 from tests.core.builders import queue, share

@@ -23,13 +23,13 @@ from typing import Any
 
 import pytest
 
+from airflow_quota_provider.airflow_pools.decide import Stop
+from airflow_quota_provider.airflow_pools.fleet import Fleet
+from airflow_quota_provider.airflow_pools.store import Store
 from airflow_quota_provider.config_file import load_config
 from airflow_quota_provider.core import PreemptionKind
 from airflow_quota_provider.core.task_key import TaskKey
 from airflow_quota_provider.demo.ports import free_port
-from airflow_quota_provider.pool_manager.decide import Stop
-from airflow_quota_provider.pool_manager.fleet import Fleet
-from airflow_quota_provider.pool_manager.store import Store
 from tests.emulator.conftest import G5, P4D, Endpoint
 from tests.view.conftest import PASSWORD, TASK_TAGS, USER, Story
 

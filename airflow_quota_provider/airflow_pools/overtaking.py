@@ -12,15 +12,15 @@ have admitted next), or in a tie of Airflow's own order (see :func:`comes_first`
 overtaking and is not counted.
 
 Pools are shut between admissions (see
-:func:`~airflow_quota_provider.pool_manager.decide.gated_slots`), so this is rare.
+:func:`~airflow_quota_provider.airflow_pools.decide.gated_slots`), so this is rare.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from airflow_quota_provider.airflow_pools.tasks import PoolTask, TaskState
 from airflow_quota_provider.core.task_key import TaskKey
-from airflow_quota_provider.pool_manager.tasks import PoolTask, TaskState
 
 
 def comes_first(task: PoolTask, other: PoolTask) -> bool:

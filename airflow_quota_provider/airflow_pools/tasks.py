@@ -1,6 +1,6 @@
 """Task instances of managed pools as the pool manager reads them from Airflow.
 
-Pure data: the REST client fills it in, :mod:`~airflow_quota_provider.pool_manager.decide`
+Pure data: the REST client fills it in, :mod:`~airflow_quota_provider.airflow_pools.decide`
 reads it. Times are seconds since the epoch (UTC).
 
 What each state means for capacity (Airflow 3.3):

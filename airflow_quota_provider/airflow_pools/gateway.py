@@ -2,7 +2,7 @@
 
 Every call the manager, the view, the capacity sensor and ``plan``/``apply`` make to
 Airflow goes through :class:`AirflowGateway`, over
-:class:`~airflow_quota_provider.pool_manager.rest.RestSession` (JSON over HTTP, not
+:class:`~airflow_quota_provider.airflow_pools.rest.RestSession` (JSON over HTTP, not
 the generated client: see there why). A body carries only the fields the
 api-server's release accepts: its version is asked once, before the first change
 whose shape depends on it.
@@ -22,12 +22,12 @@ from typing import Any, Protocol
 
 from packaging.version import Version
 
+from airflow_quota_provider.airflow_pools.overrides import overrides_of
+from airflow_quota_provider.airflow_pools.pools import PoolSlots
+from airflow_quota_provider.airflow_pools.rest import Credentials, GatewayError, RestSession, path
+from airflow_quota_provider.airflow_pools.tasks import PoolTask, TaskState
 from airflow_quota_provider.core.orphans import TaskSeen
 from airflow_quota_provider.core.task_key import TaskKey
-from airflow_quota_provider.pool_manager.overrides import overrides_of
-from airflow_quota_provider.pool_manager.pools import PoolSlots
-from airflow_quota_provider.pool_manager.rest import Credentials, GatewayError, RestSession, path
-from airflow_quota_provider.pool_manager.tasks import PoolTask, TaskState
 from airflow_quota_provider.versions import release
 
 __all__ = ["AirflowGateway", "Credentials", "GatewayError", "api_of", "pool_task"]

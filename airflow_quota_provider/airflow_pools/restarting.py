@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from airflow_quota_provider.airflow_pools.tasks import PoolTask, TaskState
 from airflow_quota_provider.core.task_key import TaskKey
-from airflow_quota_provider.pool_manager.tasks import PoolTask, TaskState
 
 STUCK_AFTER_SECONDS = 30.0
 """Far longer than Airflow takes to kill a cleared task's process (its supervisor

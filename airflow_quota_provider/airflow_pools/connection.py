@@ -8,10 +8,10 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from airflow_quota_provider.pool_manager import DEFAULT_API_CONN_ID as DEFAULT_CONN_ID
+from airflow_quota_provider.airflow_pools import DEFAULT_API_CONN_ID as DEFAULT_CONN_ID
 
 if TYPE_CHECKING:
-    from airflow_quota_provider.pool_manager.gateway import Credentials
+    from airflow_quota_provider.airflow_pools.gateway import Credentials
 
 PASSWORD_VARIABLE = "AIRFLOW_QUOTA_API_PASSWORD"
 
@@ -21,7 +21,7 @@ def airflow_api(
 ) -> tuple[str, Credentials]:
     """The api-server's URL and the user: ``api_url`` and ``username`` (password from the
     environment) or the connection ``conn_id``; ``ValueError`` saying what is missing."""
-    from airflow_quota_provider.pool_manager.gateway import Credentials, api_of
+    from airflow_quota_provider.airflow_pools.gateway import Credentials, api_of
 
     if api_url:
         if not username:

@@ -6,7 +6,7 @@ release's bodies and refuses or drops what another release sends or expects
 (client 3.3 sends a clear's ``note``, which a 3.1 or 3.2 api-server refuses with
 422 ``extra_forbidden``; client 3.1 cannot read a 3.3 task instance in
 ``awaiting_input``). What a request carries is chosen by
-:class:`~airflow_quota_provider.pool_manager.gateway.AirflowGateway` from the
+:class:`~airflow_quota_provider.airflow_pools.gateway.AirflowGateway` from the
 server's own version, and answers are read field by field.
 
 Logging in (``POST /auth/token``) gives a JWT without a refresh token: the session

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
+from airflow_quota_provider.airflow_pools.pools import PoolSlots, managing_fleet, pool_description
 from airflow_quota_provider.core.backend_config import default_pool
 from airflow_quota_provider.core.model import QueueConfig
-from airflow_quota_provider.pool_manager.pools import PoolSlots, managing_fleet, pool_description
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """What ``status``, ``explain`` and the page say of the manager of a pools fleet.
 
-Read from the fleet's heartbeat (:mod:`~airflow_quota_provider.pool_manager.heartbeat`):
+Read from the fleet's heartbeat (:mod:`~airflow_quota_provider.airflow_pools.heartbeat`):
 no manager ever, a manager that has not cycled for three of its intervals (its pools
 stay as it last set them), a manager whose last cycle failed, one that refuses its file's
 newer config, and a config file that differs from what the manager runs. In that last
@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from airflow_quota_provider.airflow_pools.fleet import Fleet
+from airflow_quota_provider.airflow_pools.heartbeat import STALE_AFTER_INTERVALS, Heartbeat
 from airflow_quota_provider.config_file import config_of_text
 from airflow_quota_provider.core.times import when
 from airflow_quota_provider.exceptions import ConfigError
-from airflow_quota_provider.pool_manager.fleet import Fleet
-from airflow_quota_provider.pool_manager.heartbeat import STALE_AFTER_INTERVALS, Heartbeat
 
 
 @dataclass(frozen=True)

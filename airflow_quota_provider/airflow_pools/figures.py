@@ -7,14 +7,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 from airflow_quota_provider import metrics
+from airflow_quota_provider.airflow_pools.decide import PoolPlan
+from airflow_quota_provider.airflow_pools.fleet import Fleet
+from airflow_quota_provider.airflow_pools.tasks import PoolTask
 from airflow_quota_provider.core.occupancy import Occupancy, occupancy
 from airflow_quota_provider.core.share_views import share_view
 from airflow_quota_provider.core.task_key import TaskKey
 from airflow_quota_provider.core.usage import held
 from airflow_quota_provider.core.views import ShareView
-from airflow_quota_provider.pool_manager.decide import PoolPlan
-from airflow_quota_provider.pool_manager.fleet import Fleet
-from airflow_quota_provider.pool_manager.tasks import PoolTask
 
 
 def holders_occupancy(fleet: Fleet, holders: Iterable[PoolTask]) -> dict[str, dict[str, Occupancy]]:

@@ -49,15 +49,15 @@ from sqlalchemy import (
 from sqlalchemy.engine import Dialect, Engine, Row
 from sqlalchemy.sql import Select
 
-from airflow_quota_provider.core.task_key import TaskKey
-from airflow_quota_provider.pool_manager import default_database_url
-from airflow_quota_provider.pool_manager.database import (
+from airflow_quota_provider.airflow_pools import default_database_url
+from airflow_quota_provider.airflow_pools.database import (
     engine_for,
     existing_engine_for,
     sqlite_file,
 )
-from airflow_quota_provider.pool_manager.decide import PoolPlan, Stop
-from airflow_quota_provider.pool_manager.schema import add_missing_columns, require_tables
+from airflow_quota_provider.airflow_pools.decide import PoolPlan, Stop
+from airflow_quota_provider.airflow_pools.schema import add_missing_columns, require_tables
+from airflow_quota_provider.core.task_key import TaskKey
 
 _IN_CHUNK = 500
 """Runs per ``IN (...)`` list when counting preemptions."""
@@ -234,17 +234,17 @@ class Store:
 
     def __init__(self, url: str | None = None, *, create: bool = True) -> None:
         """The records in the database at ``url`` (default:
-        :func:`~airflow_quota_provider.pool_manager.default_database_url`).
+        :func:`~airflow_quota_provider.airflow_pools.default_database_url`).
 
         :param create: make the database, its tables and columns where missing, as the
             manager does at start. A reader (``status``, ``explain``, ``events``, the page)
             passes false and gets
-            :class:`~airflow_quota_provider.pool_manager.database.MissingDatabase`
+            :class:`~airflow_quota_provider.airflow_pools.database.MissingDatabase`
             instead of an empty database that it would read as "nothing happened".
 
-        :class:`~airflow_quota_provider.pool_manager.database.DatabaseUrlError` if ``url``
+        :class:`~airflow_quota_provider.airflow_pools.database.DatabaseUrlError` if ``url``
         cannot be used (see
-        :mod:`~airflow_quota_provider.pool_manager.database`)."""
+        :mod:`~airflow_quota_provider.airflow_pools.database`)."""
         url = url or default_database_url()
         if create:
             self.engine: Engine = engine_for(url)

@@ -25,14 +25,14 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from airflow_quota_provider.airflow_pools.gateway import AirflowGateway
+from airflow_quota_provider.airflow_pools.rest import GatewayError, path
+from airflow_quota_provider.airflow_pools.tasks import PoolTask, TaskState
 from airflow_quota_provider.core.durations import (
     DurationEstimate,
     DurationHistory,
     estimate_duration,
 )
-from airflow_quota_provider.pool_manager.gateway import AirflowGateway
-from airflow_quota_provider.pool_manager.rest import GatewayError, path
-from airflow_quota_provider.pool_manager.tasks import PoolTask, TaskState
 
 HISTORY_RUNS = 20
 """Successful task instances read per DAG task (the newest)."""

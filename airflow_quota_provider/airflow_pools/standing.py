@@ -1,6 +1,6 @@
 """The core's state of a fleet's pools, kept between cycles and changed, not rebuilt.
 
-:func:`~airflow_quota_provider.pool_manager.decide.decide` builds the core's queue
+:func:`~airflow_quota_provider.airflow_pools.decide.decide` builds the core's queue
 state from every task instance at every cycle: at 10,000 task instances most of a
 cycle is spent making the same 9,000 waiting jobs and sorting them again. A
 :class:`Standing` keeps that state and takes Airflow's changes instead (tasks that
@@ -26,9 +26,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping
 
-from airflow_quota_provider.core import QueueState
-from airflow_quota_provider.core.task_key import TaskKey
-from airflow_quota_provider.pool_manager.decide import (
+from airflow_quota_provider.airflow_pools.decide import (
     PoolPlan,
     Refusal,
     refusal_of,
@@ -36,8 +34,10 @@ from airflow_quota_provider.pool_manager.decide import (
     settled_plan,
     waiting_jobs,
 )
-from airflow_quota_provider.pool_manager.fleet import Fleet
-from airflow_quota_provider.pool_manager.tasks import PoolTask, TaskState
+from airflow_quota_provider.airflow_pools.fleet import Fleet
+from airflow_quota_provider.airflow_pools.tasks import PoolTask, TaskState
+from airflow_quota_provider.core import QueueState
+from airflow_quota_provider.core.task_key import TaskKey
 
 log = logging.getLogger(__name__)
 

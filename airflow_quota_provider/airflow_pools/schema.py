@@ -11,7 +11,7 @@ from sqlalchemy import MetaData, inspect, text
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from airflow_quota_provider.pool_manager.database import (
+from airflow_quota_provider.airflow_pools.database import (
     DatabaseUrlError,
     MissingDatabase,
     hidden,

@@ -26,8 +26,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Protocol
 
+from airflow_quota_provider.airflow_pools.rest import GatewayError
 from airflow_quota_provider.core.times import duration
-from airflow_quota_provider.pool_manager.rest import GatewayError
 
 STALE_AFTER_INTERVALS = 3
 """A heartbeat older than this many of its manager's intervals names no live manager."""

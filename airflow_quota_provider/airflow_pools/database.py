@@ -77,7 +77,7 @@ def engine_for(url: str) -> Engine:
 def existing_engine_for(url: str) -> Engine:
     """An engine for a database that exists; :class:`MissingDatabase` for a SQLite file
     that does not (connecting would create it). Whether the manager's tables are there is
-    :class:`~airflow_quota_provider.pool_manager.store.Store`'s to check."""
+    :class:`~airflow_quota_provider.airflow_pools.store.Store`'s to check."""
     engine = engine_for(url)
     path = sqlite_file(url)
     if path is not None and not path.is_file():

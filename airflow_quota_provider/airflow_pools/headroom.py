@@ -16,19 +16,19 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.providers.common.compat.sdk import AirflowNotFoundException, BaseHook
 
+from airflow_quota_provider.airflow_pools import DEFAULT_API_CONN_ID
+from airflow_quota_provider.airflow_pools.decide import running_jobs
+from airflow_quota_provider.airflow_pools.fleet import Fleet
+from airflow_quota_provider.airflow_pools.tasks import PoolTask
 from airflow_quota_provider.config_file import load_config
 from airflow_quota_provider.core.headroom import headroom
 from airflow_quota_provider.core.model import Backend, QueueConfig
 from airflow_quota_provider.core.usage import usage_of
 from airflow_quota_provider.exceptions import ConfigError, Problem
 from airflow_quota_provider.headroom_source import HeadroomSource
-from airflow_quota_provider.pool_manager import DEFAULT_API_CONN_ID
-from airflow_quota_provider.pool_manager.decide import running_jobs
-from airflow_quota_provider.pool_manager.fleet import Fleet
-from airflow_quota_provider.pool_manager.tasks import PoolTask
 
 if TYPE_CHECKING:
-    from airflow_quota_provider.pool_manager.gateway import AirflowGateway, ApiConnection
+    from airflow_quota_provider.airflow_pools.gateway import AirflowGateway, ApiConnection
 
 
 def fleet_headroom(
@@ -100,7 +100,7 @@ class PoolsHeadroom(HeadroomSource):
             self._gateway = await asyncio.to_thread(self._gateway_of, conn)
 
     def _gateway_of(self, conn: ApiConnection) -> AirflowGateway:
-        from airflow_quota_provider.pool_manager.gateway import AirflowGateway, api_of
+        from airflow_quota_provider.airflow_pools.gateway import AirflowGateway, api_of
 
         return AirflowGateway(*api_of(conn, self.airflow_api_conn_id))
 

@@ -4,7 +4,7 @@ A pure function of the task instances of the managed pools and the time: it buil
 the core's queue state from them (Airflow is the source of truth; nothing but
 preemption counts is remembered between cycles) and settles it with the core's
 settle loop. The manager keeps that state between cycles instead and takes
-Airflow's changes (:mod:`~airflow_quota_provider.pool_manager.standing`); both make
+Airflow's changes (:mod:`~airflow_quota_provider.airflow_pools.standing`); both make
 the same jobs, with the functions here, and settle them with
 :func:`settled_plan`:
 
@@ -33,6 +33,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
+from airflow_quota_provider.airflow_pools.fleet import Fleet
+from airflow_quota_provider.airflow_pools.tasks import PoolTask, TaskState
 from airflow_quota_provider.core import (
     Admission,
     Failure,
@@ -48,8 +50,6 @@ from airflow_quota_provider.core import (
 from airflow_quota_provider.core.admission import borrowing_terms, check_fits_ever
 from airflow_quota_provider.core.model import QueueConfig, Share
 from airflow_quota_provider.core.task_key import TaskKey
-from airflow_quota_provider.pool_manager.fleet import Fleet
-from airflow_quota_provider.pool_manager.tasks import PoolTask, TaskState
 
 NOTE_LIMIT = 1000
 """Airflow keeps at most this many characters of a task instance's note."""
