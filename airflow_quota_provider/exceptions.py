@@ -26,7 +26,8 @@ error survives pickling with its fields.
     ViewError                       the GPU Quotas view or ``airflow-quota status`` cannot answer
     ├── UnknownQueue(LookupError)   no such job queue; .job_queue, .known
     ├── UnknownJob(LookupError)     no such service job; .job_id, .searched
-    └── AmbiguousJob(LookupError)   a name several jobs have; .name, .candidates
+    ├── AmbiguousJob(LookupError)   a name several jobs have; .name, .candidates
+    └── HistoryNotRecorded          no usage history is kept of this fleet yet; .fleet
 """
 
 from __future__ import annotations
@@ -271,6 +272,17 @@ class AmbiguousJob(ViewError, LookupError):
         super().__init__(
             f"{len(self.candidates)} service jobs are named {name!r}; "
             f"give the id (or ARN) of one: {listed}"
+        )
+
+
+class HistoryNotRecorded(ViewError):
+    """The usage history of a pools fleet is to be recorded by its pool manager, which
+    does not record it yet: no history to show or report (the view answers 501)."""
+
+    def __init__(self, fleet: str) -> None:
+        self.fleet = fleet
+        super().__init__(
+            f"the usage history of fleet {fleet} is recorded by the pool manager; not yet available"
         )
 
 

@@ -22,6 +22,7 @@ from airflow_quota_provider.exceptions import (
     AmbiguousJob,
     CannotFit,
     ConfigError,
+    HistoryNotRecorded,
     InvalidPriority,
     InvalidTrainingConfig,
     JobCandidate,
@@ -76,6 +77,7 @@ EVERY_ERROR: dict[str, Exception] = {
     "AmbiguousJob": AmbiguousJob(
         "twin", [JobCandidate("id-2", "RUNNING", "q"), JobCandidate("id-1", "FAILED", "q")]
     ),
+    "HistoryNotRecorded": HistoryNotRecorded("gpus"),
     "SyncError": SyncError("sync failed"),
     "AwsCallFailed": AwsCallFailed("CreateQuotaShare", "ClientException", "no such queue"),
     "ApplyRefused": ApplyRefused(["delete quota share x", "lower capacity"]),

@@ -21,19 +21,17 @@ unknown job queue included), 2 bad options or a pools fleet.
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import json
 import os
 import re
 import sys
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from airflow_quota_provider.cli.connection import add_aws_arguments
-from airflow_quota_provider.core.showback import ShareUsage
+from airflow_quota_provider.core.showback import ShareUsage, as_csv
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -192,12 +190,7 @@ def report_lines(
 ) -> list[str]:
     """The report as ``--csv``, ``--json`` or a table asks."""
     if args.csv:
-        out = io.StringIO()
-        writer = csv.writer(out, lineterminator="\n")
-        names = [f.name for f in fields(ShareUsage)]
-        writer.writerow(names)
-        writer.writerows([_cell(getattr(row, name)) for name in names] for row in rows)
-        return [out.getvalue().rstrip("\n")]
+        return [as_csv(rows).rstrip("\n")]
     if args.json:
         data = {"job_queue": job_queue, "since": since, "until": until}
         return [json.dumps({**data, "rows": [asdict(row) for row in rows]}, indent=2)]
@@ -229,10 +222,6 @@ def text_lines(rows: Sequence[ShareUsage], job_queue: str, since: int, until: in
     ]
     note = "hours are instance-hours; waits are each job's total wait before its starts"
     return [title, *table(COLUMNS, cells), note]
-
-
-def _cell(value: object) -> str:
-    return "" if value is None else str(value)
 
 
 def _hours(value: float) -> str:

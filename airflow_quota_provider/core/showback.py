@@ -23,9 +23,11 @@ checkpoint.
 
 from __future__ import annotations
 
+import csv
+import io
 import math
 from collections.abc import Collection, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 from airflow_quota_provider.core.history import (
     NAMES,
@@ -174,6 +176,18 @@ def _row(
         preemptions_caused=caused,
         hours_lost=sum(p.lost(unit) for p in suffered) / 3600,
     )
+
+
+def as_csv(rows: Iterable[ShareUsage]) -> str:
+    """The rows as CSV: a header of :class:`ShareUsage`'s field names, then one line per row
+    (an empty cell for ``None``)."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    names = [f.name for f in fields(ShareUsage)]
+    writer.writerow(names)
+    for row in rows:
+        writer.writerow(["" if (v := getattr(row, name)) is None else str(v) for name in names])
+    return out.getvalue()
 
 
 def daily(

@@ -23,6 +23,13 @@ from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query
 from fastapi.responses import HTMLResponse, Response
 
 from airflow_quota_provider.aws_batch.errors import AwsCallFailed
+from airflow_quota_provider.core.history_chart import (
+    RANGES,
+    HistoryChart,
+    HistoryReading,
+    UsageAnswer,
+)
+from airflow_quota_provider.core.showback import as_csv
 from airflow_quota_provider.core.views import (
     Explanation,
     JobView,
@@ -32,12 +39,30 @@ from airflow_quota_provider.core.views import (
     UnitCapacity,
     UtilizationPoint,
 )
-from airflow_quota_provider.exceptions import AmbiguousJob, UnknownJob, UnknownQueue, ViewError
+from airflow_quota_provider.exceptions import (
+    AmbiguousJob,
+    HistoryNotRecorded,
+    UnknownJob,
+    UnknownQueue,
+    ViewError,
+)
 from airflow_quota_provider.view.backend import QuotaBackend
 
 API = "/api/v1"
-STATIC = {"app.js": "text/javascript", "app.css": "text/css"}
+STATIC = {
+    "app.js": "text/javascript",
+    "app.css": "text/css",
+    "history.js": "text/javascript",
+    # uPlot (MIT, its LICENSE beside it): the history charts
+    "vendor/uPlot.iife.min.js": "text/javascript",
+    "vendor/uPlot.min.css": "text/css",
+}
 JobState = Literal["waiting", "running", "all"]
+FORMATS = ("json", "csv")
+Range = Annotated[
+    str, Query(alias="range", description=f"how far back from now: {', '.join(RANGES)}")
+]
+ShareFilter = Annotated[str | None, Query(description="only this share")]
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 
@@ -109,6 +134,7 @@ def create_app(
     router = APIRouter(dependencies=[Depends(authenticate)])
     _schema(router, app)
     _api(router, data)
+    _history_api(router, data)
     app.include_router(pages)
     app.include_router(router)
     return app
@@ -119,7 +145,7 @@ def _pages(router: APIRouter) -> None:
     def page() -> HTMLResponse:
         return HTMLResponse(_asset("index.html"))
 
-    @router.get("/static/{name}", include_in_schema=False)
+    @router.get("/static/{name:path}", include_in_schema=False)
     def static(name: str) -> Response:
         if name not in STATIC:
             raise HTTPException(404, f"no static file {name!r}; there are {', '.join(STATIC)}")
@@ -193,6 +219,63 @@ def _api(router: APIRouter, data: Callable[[], QuotaBackend]) -> None:
         return _answer(lambda: data().explain(job_id))
 
 
+def _history_api(router: APIRouter, data: Callable[[], QuotaBackend]) -> None:
+    @router.get(
+        f"{API}/queues/{{queue}}/history",
+        summary="Its usage history over a range: per share and unit, the fleet, days, preemptions",
+        tags=["GPU Quotas"],
+    )
+    def history(queue: str, span: Range = "24h", share: ShareFilter = None) -> HistoryChart:
+        reading = _reading(data, queue, span, share)
+        return reading.for_shares(None if share is None else {share})
+
+    @router.get(
+        f"{API}/queues/{{queue}}/usage",
+        summary="Showback over a range: per share and unit, hours used, borrowed, lent, idle; "
+        "waits; preemptions",
+        tags=["GPU Quotas"],
+        response_model=None,
+        responses={200: {"model": UsageAnswer, "content": {"text/csv": {}}}},
+    )
+    def usage(
+        queue: str,
+        span: Range = "24h",
+        share: ShareFilter = None,
+        form: Annotated[str, Query(alias="format", description="json, or csv to download")] = (
+            "json"
+        ),
+    ) -> UsageAnswer | Response:
+        if form not in FORMATS:
+            raise HTTPException(400, f"format {form!r} is not one of {', '.join(FORMATS)}")
+        found = _reading(data, queue, span, share).usage(None if share is None else {share})
+        if form == "json":
+            return found
+        name = f"usage-{found.queue}-{found.range}-{found.until // 1000}.csv"
+        return Response(
+            as_csv(found.rows),
+            media_type="text/csv",
+            headers={"Content-Disposition": f'attachment; filename="{name}"'},
+        )
+
+
+def _reading(
+    data: Callable[[], QuotaBackend], queue: str, span: str, share: str | None
+) -> HistoryReading:
+    """The queue's history over ``span``; 400 naming the parameter for an unknown range
+    (before any read) or share."""
+    if span not in RANGES:
+        raise HTTPException(400, f"range {span!r} is not one of {', '.join(RANGES)}")
+    reading = _answer(lambda: data().usage_history(queue, span))
+    shares = sorted(s.name for s in reading.config.shares)
+    if share is not None and share not in shares:
+        raise HTTPException(
+            400,
+            f"share {share!r} is not a share of {reading.queue}; its shares are: "
+            f"{', '.join(shares) or 'none'}",
+        )
+    return reading
+
+
 def _sample(data: Callable[[], QuotaBackend], every: float, stop: threading.Event) -> None:
     while not stop.wait(every):
         try:
@@ -212,6 +295,8 @@ def _answer(call: Callable[[], T]) -> T:
         raise HTTPException(409, str(error)) from error
     except AwsCallFailed as error:
         raise HTTPException(502, str(error)) from error
+    except HistoryNotRecorded as error:  # not built yet: no retry makes it answer
+        raise HTTPException(501, str(error)) from error
     except ViewError as error:  # e.g. no pool manager database yet: it may come
         raise HTTPException(503, str(error)) from error
 

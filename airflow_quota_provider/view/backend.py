@@ -31,9 +31,12 @@ from airflow_quota_provider.aws_batch.clock import now_of
 from airflow_quota_provider.aws_batch.errors import AwsCallFailed
 from airflow_quota_provider.aws_batch.errors import aws_call as _aws
 from airflow_quota_provider.aws_batch.events import preemption_events
+from airflow_quota_provider.aws_batch.history import rebuild
 from airflow_quota_provider.aws_batch.queue_view import AwsReading, build, dispatch_order, job_view
 from airflow_quota_provider.aws_batch.statuses import HOLDING_STATUSES, TERMINAL_STATUSES
 from airflow_quota_provider.aws_batch.translate import queue_config_from_aws
+from airflow_quota_provider.core.history_chart import HistoryReading, window
+from airflow_quota_provider.core.model import QueueConfig
 from airflow_quota_provider.core.views import Explanation, QueueSummary, QueueView
 from airflow_quota_provider.exceptions import AmbiguousJob, JobCandidate, UnknownJob, UnknownQueue
 from airflow_quota_provider.hooks.batch import BatchQuotaHook
@@ -44,7 +47,13 @@ from airflow_quota_provider.view.explain import explain
 DEFAULT_TTL = 15.0
 DEFAULT_HOURS = 6.0
 DEFAULT_BUCKETS = 24
+HISTORY_TTL = 60.0
+"""Least seconds a rebuilt history is reused (one ``DescribeServiceJob`` per job of its range)."""
 LISTED_STATUSES = ("RUNNABLE", *HOLDING_STATUSES)
+REBUILT = (
+    "rebuilt from what AWS keeps of the queue's service jobs: today's quota shares stand "
+    "for the past, and jobs AWS no longer lists (ended some days ago) are not counted"
+)
 
 
 class QuotaBackend(Protocol):
@@ -68,12 +77,18 @@ class QuotaBackend(Protocol):
         """
         ...
 
+    def usage_history(self, name: str, range_name: str) -> HistoryReading:
+        """One queue's usage history over the last ``range_name`` (a key of
+        :data:`~airflow_quota_provider.core.history_chart.RANGES`)."""
+        ...
+
 
 @dataclass
 class _Entry:
     expires: float
     view: QueueView
     jobs: dict[str, Mapping[str, Any]]
+    config: QueueConfig
 
 
 class BatchBackend:
@@ -103,6 +118,8 @@ class BatchBackend:
         self._names: dict[str, str] = {}
         self._ended: dict[str, Mapping[str, Any]] = {}
         self._queues: tuple[float, list[QueueSummary]] | None = None
+        self._history_lock = threading.Lock()
+        self._histories: dict[tuple[str, str], tuple[float, HistoryReading]] = {}
 
     @property
     def hook(self) -> BatchQuotaHook:
@@ -133,6 +150,39 @@ class BatchBackend:
             described, entry.view.now, {}, False, {}, self._console_url
         )
         return explain(found, entry.view, self._events(described))
+
+    def usage_history(self, name: str, range_name: str) -> HistoryReading:
+        """Rebuilt from the queue's service jobs
+        (:func:`~airflow_quota_provider.aws_batch.history.rebuild`, today's quota shares
+        standing for the past), kept per range for the longer of
+        ``ttl`` and :data:`HISTORY_TTL` seconds: one ``ListServiceJobs`` per status, then
+        one ``DescribeServiceJob`` per job that ran in the range."""
+        entry = self._entry(name)
+        key = (entry.view.name, range_name)
+        with self._history_lock:
+            kept = self._histories.get(key)
+            if kept is not None and kept[0] > self._clock():
+                return kept[1]
+            win = window(range_name, entry.view.now)
+            with _aws("ListServiceJobs, DescribeServiceJob"):
+                jobs = self.hook.service_jobs_since(entry.view.arn, win.since)
+            reading = HistoryReading(
+                queue=entry.view.name,
+                kind=entry.view.kind,
+                config=entry.config,
+                history=rebuild(entry.config, jobs, win.since, win.until),
+                window=win,
+                names={str(job["jobId"]): str(job.get("jobName") or "") for job in jobs},
+                reasons={
+                    (str(job["jobId"]), int(attempt["stoppedAt"])): str(attempt["statusReason"])
+                    for job in jobs
+                    for attempt in job.get("attempts") or ()
+                    if attempt.get("stoppedAt") and attempt.get("statusReason")
+                },
+                notes=(REBUILT,),
+            )
+            self._histories[key] = (self._clock() + max(self.ttl, HISTORY_TTL), reading)
+            return reading
 
     def _find(self, reference: str, job_queue: str | None) -> Mapping[str, Any]:
         """The described job ``reference`` names: its id or ARN, else its name."""
@@ -223,7 +273,7 @@ class BatchBackend:
         )
         view = build(reading, self._console_url)
         emit_gauges(view)
-        return _Entry(self._clock() + self.ttl, view, jobs)
+        return _Entry(self._clock() + self.ttl, view, jobs, reading.config)
 
     def _jobs(
         self, arn: str, snapshot: Mapping[str, Any], now: int

@@ -38,6 +38,7 @@ from airflow_quota_provider.airflow_pools.tasks import PoolTask, TaskState
 from airflow_quota_provider.aws_batch.job_views import PREEMPTING, task_link
 from airflow_quota_provider.core import QueueState, Wait
 from airflow_quota_provider.core.durations import DurationEstimate
+from airflow_quota_provider.core.history_chart import HistoryReading
 from airflow_quota_provider.core.predictions import predict
 from airflow_quota_provider.core.task_key import TaskKey
 from airflow_quota_provider.core.victims import next_victims
@@ -51,7 +52,7 @@ from airflow_quota_provider.core.views import (
     TaskLink,
     UnitCapacity,
 )
-from airflow_quota_provider.exceptions import ViewError
+from airflow_quota_provider.exceptions import HistoryNotRecorded, ViewError
 from airflow_quota_provider.view.explain import explain
 
 _STATUS = {
@@ -121,6 +122,14 @@ class PoolsBackend:
         if self.ttl > 0:
             self._cached = (time.monotonic() + self.ttl, view)
         return view
+
+    def usage_history(self, name: str, range_name: str) -> HistoryReading:
+        """Not yet: the pool manager is to record a fleet's history in its database."""
+        if name != self.fleet.config.job_queue:
+            raise ViewError(
+                f"no fleet {name}; this config's fleet is {self.fleet.config.job_queue}"
+            )
+        raise HistoryNotRecorded(name)
 
     def _file_digest(self) -> str | None:
         if self.config_path is None:

@@ -13,7 +13,13 @@ from tests.view.conftest import PASSWORD, USER, Story
 
 pytestmark = pytest.mark.usefixtures("aws_env")
 
-PAGE = ["/quota/", "/quota/static/app.js", "/quota/static/app.css"]
+PAGE = [
+    "/quota/",
+    "/quota/static/app.js",
+    "/quota/static/app.css",
+    "/quota/static/history.js",
+    "/quota/static/vendor/uPlot.iife.min.js",
+]
 """The page and its static files: no data, no login (Airflow 3.0's UI has no session
 cookie a page request would carry)."""
 ROUTES = [
@@ -23,6 +29,8 @@ ROUTES = [
     f"/quota/api/v1/queues/{QUEUE}/shares",
     f"/quota/api/v1/queues/{QUEUE}/jobs",
     f"/quota/api/v1/queues/{QUEUE}/events",
+    f"/quota/api/v1/queues/{QUEUE}/history",
+    f"/quota/api/v1/queues/{QUEUE}/usage?format=csv",
     "/quota/api/v1/jobs/some-job",
 ]
 
@@ -101,7 +109,13 @@ def test_the_page_and_its_assets(authed: TestClient) -> None:
     assert authed.get("/quota/static/app.css").headers["content-type"].startswith("text/css")
     missing = authed.get("/quota/static/secrets.txt")
     assert missing.status_code == 404
-    assert missing.json()["detail"] == "no static file 'secrets.txt'; there are app.js, app.css"
+    assert missing.json()["detail"] == (
+        "no static file 'secrets.txt'; there are app.js, app.css, history.js, "
+        "vendor/uPlot.iife.min.js, vendor/uPlot.min.css"
+    )
+    assert authed.get("/quota/static/../api.py").status_code == 404
+    vendored = authed.get("/quota/static/vendor/uPlot.iife.min.js")
+    assert vendored.status_code == 200 and "uPlot" in vendored.text
 
 
 def test_shares_show_owning_borrowing_and_lending(authed: TestClient, story: Story) -> None:
@@ -292,9 +306,11 @@ def test_openapi_documents_the_api(authed: TestClient) -> None:
         "/api/v1/queues/{queue}/shares",
         "/api/v1/queues/{queue}/jobs",
         "/api/v1/queues/{queue}/events",
+        "/api/v1/queues/{queue}/history",
+        "/api/v1/queues/{queue}/usage",
         "/api/v1/jobs/{job_id}",
     }
-    assert "JobView" in schema["components"]["schemas"]
+    assert {"JobView", "HistoryChart", "UsageAnswer"} <= set(schema["components"]["schemas"])
 
 
 def test_a_failed_aws_call_is_a_502_naming_it(

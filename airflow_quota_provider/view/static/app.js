@@ -240,6 +240,7 @@ async function start() {
     if (!queues.length) showError(new Error("no SageMaker training job queues found"));
   } catch (error) { showError(error); return; }
   $("queue").addEventListener("change", refresh);
+  if (typeof startHistory === "function") startHistory(); // history.js: its own reads
   await refresh();
   setInterval(refresh, REFRESH_MS);
 }
