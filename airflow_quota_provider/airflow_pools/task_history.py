@@ -38,6 +38,10 @@ HISTORY_RUNS = 20
 """Successful task instances read per DAG task (the newest)."""
 HISTORY_TTL_SECONDS = 300.0
 """How long a task's history is kept before it is read again."""
+EMPTY_TTL_SECONDS = 30.0
+"""How long an empty history (no successful run yet, or a failed read) is kept: the
+task's first success is what turns its guessed duration into a forecast, so it is looked
+for again sooner."""
 READS_PER_CALL = 20
 """At most this many tasks' histories are read per call."""
 
@@ -54,6 +58,7 @@ class TaskHistory:
     :param gateway: the api-server, as the view's or the manager's user (Viewer role).
     :param runs: successful task instances read per task.
     :param ttl: seconds a task's history is kept.
+    :param empty_ttl: seconds an empty history is kept.
     :param reads_per_call: tasks read at most per :meth:`durations` call.
     :param clock: monotonic seconds, for the cache.
     """
@@ -64,11 +69,13 @@ class TaskHistory:
         *,
         runs: int = HISTORY_RUNS,
         ttl: float = HISTORY_TTL_SECONDS,
+        empty_ttl: float = EMPTY_TTL_SECONDS,
         reads_per_call: int = READS_PER_CALL,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.gateway = gateway
         self.runs, self.ttl, self.reads_per_call, self._clock = runs, ttl, reads_per_call, clock
+        self.empty_ttl = empty_ttl
         self._kept: dict[Task, tuple[float, tuple[float, ...]]] = {}
         self._lock = threading.Lock()
 
@@ -82,7 +89,8 @@ class TaskHistory:
                 kept = self._kept.get(task)
                 if (kept is None or kept[0] <= self._clock()) and reads < self.reads_per_call:
                     reads += 1
-                    kept = (self._clock() + self.ttl, self._read(task))
+                    runs = self._read(task)
+                    kept = (self._clock() + (self.ttl if runs else self.empty_ttl), runs)
                     self._kept[task] = kept
                 found[task] = kept[1] if kept is not None else ()
         return found

@@ -86,13 +86,22 @@ def test_the_last_successful_runs_of_each_task_are_read_once_per_ttl(
         }
         for task_id in ("a", "b")
     ]
+    clock.now = 29
+    kept.durations([("d", "a"), ("d", "b")])
+    assert len(airflow.bodies) == 2, "kept: no call within the ttls"
+    clock.now = 30
+    airflow.durations[("d", "b")] = [60]
+    assert kept.durations([("d", "a"), ("d", "b")]) == {
+        ("d", "a"): (600.0, 500.5),
+        ("d", "b"): (60.0,),
+    }
+    assert len(airflow.bodies) == 3, "an empty history is read again after 30 s, not 300"
     clock.now = 299
     kept.durations([("d", "a"), ("d", "b")])
-    assert len(airflow.bodies) == 2, "kept: no call within the ttl"
+    assert len(airflow.bodies) == 3, "a history with runs is kept the whole ttl"
     clock.now = 300
-    airflow.durations[("d", "b")] = [60]
-    assert kept.durations([("d", "b")]) == {("d", "b"): (60.0,)}
-    assert len(airflow.bodies) == 3
+    kept.durations([("d", "a")])
+    assert len(airflow.bodies) == 4
 
 
 def test_at_most_so_many_tasks_are_read_per_call(airflow: FakeAirflow) -> None:
@@ -108,8 +117,12 @@ def test_a_history_airflow_cannot_give_is_none_until_the_ttl_ends(airflow: FakeA
     clock = Clock()
     kept = history(airflow, clock, ttl=300)
     assert kept.durations([("d", "a")]) == {("d", "a"): ()}
+    clock.now = 29
     kept.durations([("d", "a")])
     assert len(airflow.bodies) == 1, "a failing Airflow is not asked again every read"
+    clock.now = 30
+    kept.durations([("d", "a")])
+    assert len(airflow.bodies) == 2, "nor left unasked for the whole ttl"
 
 
 NOW = 1000.0
