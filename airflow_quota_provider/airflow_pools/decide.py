@@ -50,6 +50,7 @@ from airflow_quota_provider.core import (
 from airflow_quota_provider.core.admission import borrowing_terms, check_fits_ever
 from airflow_quota_provider.core.model import QueueConfig, Share
 from airflow_quota_provider.core.task_key import TaskKey
+from airflow_quota_provider.core.usage import borrowers
 
 NOTE_LIMIT = 1000
 """Airflow keeps at most this many characters of a task instance's note."""
@@ -294,16 +295,17 @@ def running_jobs(
 ) -> list[RunningJob]:
     """The holders as running jobs; per share, in start order, those beyond what the share
     owns borrow (Airflow keeps no record of it, and a restarted manager must agree)."""
+    in_order = sorted(holders, key=lambda t: (now if t.start_date is None else t.start_date, t.key))
+    shares = fleet.shares
+    borrowing = borrowers(
+        fleet.config,
+        ((str(t.key), shares[t.pool][0], {shares[t.pool][1]: t.slots}) for t in in_order),
+    )
     jobs = []
-    used: dict[tuple[str, str], int] = {}
-    for task in sorted(
-        holders, key=lambda t: (now if t.start_date is None else t.start_date, t.key)
-    ):
-        share_name, unit = fleet.shares[task.pool]
+    for task in in_order:
+        share_name, unit = shares[task.pool]
         share = fleet.config.share(share_name)
         assert share is not None
-        before = used.get((share_name, unit), 0)
-        used[(share_name, unit)] = before + task.slots
         jobs.append(
             RunningJob(
                 str(task.key),
@@ -315,7 +317,7 @@ def running_jobs(
                 preemptions=preemptions.get(task.key, 0),
                 preemption_retries=_retries(share, task),
                 terminating=task.state is TaskState.RESTARTING,
-                borrowing=before + task.slots > share.owns(unit),
+                borrowing=str(task.key) in borrowing,
                 preemptible=share.preemptible if task.preemptible is None else task.preemptible,
                 min_runtime_seconds=task.min_runtime_seconds,
             )
