@@ -127,6 +127,15 @@ def count_refusal(job_queue: str) -> None:
     Stats.incr(name, tags={"job_queue": job_queue})
 
 
+def count_heal_differences(job_queue: str, by: int) -> None:
+    """Count what a heal of the pool manager's kept state found different from Airflow's
+    (``manager.heal_differences``; there should be none: alert on any)."""
+    from airflow.providers.common.compat.sdk import Stats
+
+    name = f"{PREFIX}.{part(job_queue)}.manager.heal_differences"
+    Stats.incr(name, count=by, tags={"job_queue": job_queue})
+
+
 def manager_health(job_queue: str, *, cycled: bool, config_refused: bool) -> None:
     """The pool manager of one pools fleet after a cycle: ``manager.cycles`` counts the cycles
     that ended well (a rate of 0 means nobody manages the fleet), ``manager.failing`` is 1

@@ -17,13 +17,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from packaging.version import Version
 
 from airflow_quota_provider.airflow_pools.overrides import overrides_of
-from airflow_quota_provider.airflow_pools.pools import PoolSlots
+from airflow_quota_provider.airflow_pools.pools import PoolSlots, SlotsInUse
 from airflow_quota_provider.airflow_pools.rest import Credentials, GatewayError, RestSession, path
 from airflow_quota_provider.airflow_pools.tasks import PoolTask, TaskState
 from airflow_quota_provider.core.orphans import TaskSeen
@@ -34,6 +34,9 @@ __all__ = ["AirflowGateway", "Credentials", "GatewayError", "api_of", "pool_task
 
 PAGE_SIZE = 1000
 """Task instances per list call (the batch route takes any page size)."""
+CHANGED_PAGE_SIZE = 100
+"""Task instances per GET list call: Airflow's default ``[api] maximum_page_limit`` (a
+larger ask is cut to it)."""
 PARALLEL_PAGES = 4
 """Pages of task instances asked for at once."""
 
@@ -122,7 +125,12 @@ class AirflowGateway:
         return self._version
 
     def task_instances(self, pools: Iterable[str]) -> list[PoolTask]:
-        """Every task instance of ``pools`` that waits for or holds a slot.
+        """Every task instance of ``pools`` that waits for or holds a slot."""
+        return self.task_instances_dated(pools)[0]
+
+    def task_instances_dated(self, pools: Iterable[str]) -> tuple[list[PoolTask], float | None]:
+        """Every task instance of ``pools`` that waits for or holds a slot, and the
+        api-server's time when the read began (``None`` if it did not say).
 
         Page by page, ordered by id; the pages the last read needed are asked for at once
         (an api-server with several workers answers them in parallel), then any more.
@@ -130,7 +138,7 @@ class AirflowGateway:
         names = sorted(pools)
         what = "list task instances"
 
-        def page(offset: int) -> tuple[list[PoolTask], int, int]:
+        def page(offset: int) -> tuple[list[PoolTask], int, int, float | None]:
             body = {
                 "pool": names,
                 "state": _READ_STATES,
@@ -139,29 +147,76 @@ class AirflowGateway:
                 "order_by": "id",
             }
             route = path("dags", "~", "dagRuns", "~", "taskInstances", "list")
-            answer = self.rest.call(what, "POST", route, body=body)
+            answer, date = self.rest.call_dated(what, "POST", route, body=body)
             try:
                 rows = answer["task_instances"]
-                return [pool_task(ti) for ti in rows], len(rows), int(answer["total_entries"])
+                tasks = [pool_task(ti) for ti in rows]
+                return tasks, len(rows), int(answer["total_entries"]), date
             except _UNREADABLE as error:
                 raise self.rest.unreadable(what, error) from None
 
         found: dict[TaskKey, PoolTask] = {}
+        began: float | None = None
         offsets = [n * PAGE_SIZE for n in range(max(1, -(-self._last_total // PAGE_SIZE)))]
         while True:
             if len(offsets) == 1:
                 answers = [page(offsets[0])]
             else:
                 answers = list(self._readers().map(page, offsets))
-            for tasks, _, _ in answers:
+            dates = [date for *_, date in answers if date is not None]
+            if began is None and dates:
+                began = min(dates)
+            for tasks, *_ in answers:
                 for task in tasks:
                     found[task.key] = task  # a row that moved between two pages counts once
-            total = max(total for _, _, total in answers)
+            total = max(total for _, _, total, _ in answers)
             done = offsets[-1] + PAGE_SIZE
             if done >= total or answers[-1][1] < PAGE_SIZE:
                 self._last_total = total
-                return list(found.values())
+                return list(found.values()), began
             offsets = list(range(done, total, PAGE_SIZE))
+
+    def task_instances_changed(
+        self, pools: Iterable[str], since: float, at_most: int | None = None
+    ) -> tuple[list[PoolTask] | None, float | None]:
+        """The task instances of ``pools`` that Airflow changed at ``since`` or later, in any
+        state (one that ended shows it), and the api-server's time when the read began;
+        ``None`` instead of the tasks when more than ``at_most`` changed (a full read then
+        costs less: its pages are ten times larger).
+
+        Only the list route Airflow 3 offers by GET filters by ``updated_at``
+        (``updated_at_gte``, from 3.0.0); it pages by at most ``[api] maximum_page_limit``
+        rows (100 unless set), so the pages are asked for one after another.
+        """
+        what = "list task instances changed since the last read"
+        route = path("dags", "~", "dagRuns", "~", "taskInstances")
+        found: dict[TaskKey, PoolTask] = {}
+        began: float | None = None
+        offset = 0
+        while True:
+            query = {
+                "pool": sorted(pools),
+                "updated_at_gte": datetime.fromtimestamp(since, UTC).isoformat(),
+                "order_by": "id",
+                "limit": CHANGED_PAGE_SIZE,
+                "offset": offset,
+            }
+            answer, date = self.rest.call_dated(what, "GET", route, query=query)
+            if began is None:
+                began = date
+            try:
+                rows = answer["task_instances"]
+                total = int(answer["total_entries"])
+                if at_most is not None and total > at_most:
+                    return None, began
+                for ti in rows:
+                    task = pool_task(ti)
+                    found[task.key] = task
+            except _UNREADABLE as error:
+                raise self.rest.unreadable(what, error) from None
+            offset += len(rows)
+            if not rows or offset >= total:
+                return list(found.values()), began
 
     def _readers(self) -> ThreadPoolExecutor:
         if self._executor is None:
@@ -182,6 +237,7 @@ class AirflowGateway:
                         int(pool["slots"]),
                         bool(pool.get("include_deferred")),
                         pool.get("description"),
+                        _in_use(pool),
                     )
                 total = int(page["total_entries"])
             except _UNREADABLE as error:
@@ -364,6 +420,19 @@ def pool_task(ti: Mapping[str, Any]) -> PoolTask:
         problem=overrides.problem,
         has_logical_date=ti.get("logical_date") is not None,
     )
+
+
+def _in_use(pool: Mapping[str, Any]) -> SlotsInUse | None:
+    """What a pool's task instances use per state, ``None`` if Airflow did not say."""
+    try:
+        return SlotsInUse(
+            scheduled=int(pool["scheduled_slots"]),
+            queued=int(pool["queued_slots"]),
+            running=int(pool["running_slots"]),
+            deferred=int(pool["deferred_slots"]),
+        )
+    except _UNREADABLE:
+        return None
 
 
 def _seconds(moment: str | None) -> float | None:

@@ -1,7 +1,7 @@
 """What ``status``, ``explain`` and the page say of the manager of a pools fleet.
 
 Read from the fleet's heartbeat (:mod:`~airflow_quota_provider.airflow_pools.heartbeat`):
-no manager ever, a manager that has not cycled for three of its intervals (its pools
+no manager ever, a manager that has not cycled for three of its heartbeats (its pools
 stay as it last set them), a manager whose last cycle failed, one that refuses its file's
 newer config, and a config file that differs from what the manager runs. In that last
 case the readers show the fleet as the manager runs it, so no task vanishes from the view
@@ -43,7 +43,7 @@ def health(fleet: Fleet, beat: Heartbeat | None, now: float, file_digest: str | 
         last = beat.cycled_at if beat.cycled_at is not None else beat.written_at
         alerts.append(
             f"no pool manager has cycled fleet {name} since {_when(last)} (more than "
-            f"{STALE_AFTER_INTERVALS} of its {beat.interval:g} s intervals): its pools stay as "
+            f"{STALE_AFTER_INTERVALS} of its {beat.period:g} s heartbeats): its pools stay as "
             f"it last set them; last seen: {beat.describe(now)}"
         )
     elif beat.error:

@@ -4,17 +4,19 @@ which config, and its last error.
 Kept in an Airflow Variable (``quota_pool_manager.<fleet>``), so it is seen by every
 manager of the fleet whatever database each was given, by ``status``, ``explain`` and the
 GPU Quotas page, and in Airflow's own Admin > Variables. The manager that acts writes it
-after every cycle, and after every cycle that failed, with what failed.
+after every cycle that changes it (a new config, an error gone), after every cycle that
+failed, with what failed, and otherwise every :data:`HEARTBEAT_SECONDS`.
 
 The rule it serves (one leader per fleet): a manager starts to act only if the heartbeat
 names no other manager, or one on its own database (the database's lease decides between
-those), or one that has not cycled for :data:`STALE_AFTER_INTERVALS` of its intervals.
+those), or one that has not written it for :data:`STALE_AFTER_INTERVALS` of its periods
+(:attr:`Heartbeat.period`: its interval, or :data:`HEARTBEAT_SECONDS` if longer).
 Its limit: Airflow's API has no compare-and-set, so two managers on different databases
 that start within the same moment both act until one reads the other's heartbeat at its
-next check (at least every :data:`STALE_AFTER_INTERVALS` intervals): the one that started
-later stands down. A manager that stops writing (killed, cut off from
-Airflow) is shown as stale after three of its intervals: its pools stay as it last set
-them, and that is what ``status`` and the page then say.
+next check (once a period, right before it writes): the one that started later stands
+down. A manager that stops writing (killed, cut off from Airflow) is shown as stale
+after three of its periods (90 s with the defaults): its pools stay as it last set them,
+and that is what ``status`` and the page then say.
 """
 
 from __future__ import annotations
@@ -30,7 +32,11 @@ from airflow_quota_provider.airflow_pools.rest import GatewayError
 from airflow_quota_provider.core.times import duration
 
 STALE_AFTER_INTERVALS = 3
-"""A heartbeat older than this many of its manager's intervals names no live manager."""
+"""A heartbeat older than this many of its periods names no live manager."""
+
+HEARTBEAT_SECONDS = 30.0
+"""How often a manager whose cycles change nothing in its heartbeat writes it (and reads it
+first, for another leader): a REST call every cycle would be most of a quiet cycle's."""
 
 
 def variable_key(fleet: str) -> str:
@@ -67,6 +73,13 @@ class Heartbeat:
     """Its last cycle's failure, empty once a cycle ends well."""
     error_at: float | None = None
     written_at: float = field(default=0.0)
+    beat_every: float = 0.0
+    """Seconds between two writes while its cycles change nothing in it (0: every cycle)."""
+
+    @property
+    def period(self) -> float:
+        """The longest a live manager leaves between two writes."""
+        return max(self.interval, self.beat_every, 1.0)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -83,7 +96,7 @@ class Heartbeat:
 
     def stale(self, now: float) -> bool:
         """Whether its manager has written nothing for too long to count as running."""
-        return now - self.written_at > STALE_AFTER_INTERVALS * max(self.interval, 1.0)
+        return now - self.written_at > STALE_AFTER_INTERVALS * self.period
 
     def describe(self, now: float) -> str:
         """``manager vm:1:ab on sqlite:///... (cycled 3 s ago)``."""

@@ -18,6 +18,7 @@ from airflow_quota_provider.airflow_pools.fleet import Fleet
 from airflow_quota_provider.airflow_pools.gateway import AirflowGateway
 from airflow_quota_provider.airflow_pools.standing import Standing
 from airflow_quota_provider.airflow_pools.store import Store
+from airflow_quota_provider.airflow_pools.task_mirror import TaskMirror
 from airflow_quota_provider.airflow_pools.tasks import PoolTask, TaskState
 from airflow_quota_provider.core.task_key import TaskKey
 
@@ -44,6 +45,7 @@ def observe(
     standing: Standing | None = None,
     *,
     heal: bool = False,
+    mirror: TaskMirror | None = None,
 ) -> Observed:
     """Read the managed pools' task instances and decide for them, as every cycle does
     (and the GPU Quotas view, so it shows the manager's own reasons).
@@ -52,9 +54,10 @@ def observe(
     as a task being stopped (see :mod:`~airflow_quota_provider.airflow_pools.external`).
     With ``standing``, the state kept between cycles takes what changed and decides
     (with ``heal``, it is then rebuilt from what was read, saying what differed);
-    without, the state is built from what was read.
+    without, the state is built from what was read. With ``mirror``, only what changed
+    since the last read is read (everything when healing).
     """
-    read = gateway.task_instances(fleet)
+    read = gateway.task_instances(fleet) if mirror is None else mirror.read(fleet, full=heal)
     tasks = read
     if external is not None:
         tasks = _held_by_external_work(fleet, read, store, external, now)

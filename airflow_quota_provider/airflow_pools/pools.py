@@ -19,13 +19,26 @@ _MARK = re.compile(rf"quota share \S+, \S+: {MANAGED_BY} for fleet (?P<fleet>\S+
 
 
 @dataclass(frozen=True)
+class SlotsInUse:
+    """The slots of a pool's task instances per state, as Airflow sums them (``pool_slots``
+    of its tasks ``scheduled``, ``queued``, ``running`` and ``deferred``)."""
+
+    scheduled: int = 0
+    queued: int = 0
+    running: int = 0
+    deferred: int = 0
+
+
+@dataclass(frozen=True)
 class PoolSlots:
-    """One Airflow pool: its slots (-1 = unlimited), ``include_deferred`` and description."""
+    """One Airflow pool: its slots (-1 = unlimited), ``include_deferred`` and description,
+    and what its task instances use, where Airflow said."""
 
     name: str
     slots: int
     include_deferred: bool
     description: str | None
+    in_use: SlotsInUse | None = None
 
 
 def pool_description(fleet: str, share: str, unit: str) -> str:

@@ -22,6 +22,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -121,6 +122,21 @@ class RestSession:
     ) -> Any:
         """Airflow's JSON answer to ``method route``; :class:`GatewayError` naming ``what``
         if it cannot be reached, refuses, or answers what is not JSON."""
+        return self.call_dated(what, method, route, body=body, query=query, timeout=timeout)[0]
+
+    def call_dated(
+        self,
+        what: str,
+        method: str,
+        route: str,
+        *,
+        body: Mapping[str, Any] | None = None,
+        query: Mapping[str, Any] | None = None,
+        timeout: float | None = None,
+    ) -> tuple[Any, float | None]:
+        """As :meth:`call`, with the api-server's own time of the answer (its HTTP ``Date``,
+        seconds since the epoch, ``None`` if it sent none): Airflow stamps its rows with the
+        clocks of its own hosts, not the manager's."""
         token = self._authorized()
         answer = self._send(what, method, route, body, query, timeout, token)
         if answer.status == 401:  # the token was revoked or the clock is off: once more
@@ -129,10 +145,11 @@ class RestSession:
             answer = self._send(what, method, route, body, query, timeout, self._authorized())
         if answer.status >= 300:
             raise GatewayError(what, _detail(answer), answer.status)
+        date = _date(answer.headers.get("Date"))
         if answer.status == 204 or not answer.data:
-            return None
+            return None, date
         try:
-            return json.loads(answer.data)
+            return json.loads(answer.data), date
         except ValueError:
             raise GatewayError(what, self._unreadable(answer.data[:200])) from None
 
@@ -215,6 +232,16 @@ def _expiry(token: str, default: float) -> float:
         return float(claims["exp"])
     except (IndexError, KeyError, TypeError, ValueError):
         return default
+
+
+def _date(header: str | None) -> float | None:
+    """An HTTP ``Date`` header as seconds since the epoch (``None`` if absent or unreadable)."""
+    if not header:
+        return None
+    try:
+        return parsedate_to_datetime(header).timestamp()
+    except (TypeError, ValueError, IndexError):
+        return None
 
 
 def _detail(answer: urllib3.BaseHTTPResponse) -> str:

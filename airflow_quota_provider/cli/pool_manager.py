@@ -258,9 +258,10 @@ def _airflow_at_start(
 def _heartbeat(
     holder: str, database: str, database_url: str, args: argparse.Namespace, running: Running
 ) -> Heartbeat:
-    from airflow_quota_provider.airflow_pools.heartbeat import Heartbeat
+    from airflow_quota_provider.airflow_pools.heartbeat import HEARTBEAT_SECONDS, Heartbeat
 
     return Heartbeat(
+        beat_every=HEARTBEAT_SECONDS,
         manager=holder,
         database=database,
         database_url=database_url,

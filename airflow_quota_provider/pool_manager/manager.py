@@ -60,7 +60,6 @@ from airflow_quota_provider.airflow_pools.figures import fleet_gauges
 from airflow_quota_provider.airflow_pools.fleet import Fleet
 from airflow_quota_provider.airflow_pools.gateway import AirflowGateway, GatewayError
 from airflow_quota_provider.airflow_pools.heartbeat import (
-    STALE_AFTER_INTERVALS,
     AnotherLeader,
     Heartbeat,
     HeartbeatBoard,
@@ -71,6 +70,7 @@ from airflow_quota_provider.airflow_pools.pools import PoolSlots
 from airflow_quota_provider.airflow_pools.restarting import RestartingWatch
 from airflow_quota_provider.airflow_pools.standing import Standing
 from airflow_quota_provider.airflow_pools.store import Store
+from airflow_quota_provider.airflow_pools.task_mirror import TaskMirror
 from airflow_quota_provider.airflow_pools.tasks import PoolTask, TaskState
 from airflow_quota_provider.pool_manager.config_watch import ConfigRefused, ConfigWatch
 from airflow_quota_provider.pool_manager.lease import Lease
@@ -150,12 +150,13 @@ class PoolManager:
         self.heartbeat = heartbeat
         self.me = me
         """What this manager says of itself in the fleet's heartbeat (with ``heartbeat``)."""
-        self._checked = float("-inf")
         self.overtaking = Overtaking()
         self.heal_every = heal_every
         self.standing: Standing | None = None
         """The core's state kept between cycles (``None``: built afresh next cycle)."""
         self._healed = float("-inf")
+        self.mirror = TaskMirror(gateway, clock=clock)
+        """The task instances as last read, brought up to date by reading what changed."""
 
     def cycle(self) -> CycleReport:
         """One cycle; :class:`Refused` if Airflow refused one of its changes."""
@@ -163,11 +164,24 @@ class PoolManager:
         calls = self.gateway.calls
         now = self.clock()
         standing, heal = self._standing()
+        differences = standing.differences
         observed = observe(
-            self.fleet, self.gateway, self.store, now, self.external, standing, heal=heal
+            self.fleet,
+            self.gateway,
+            self.store,
+            now,
+            self.external,
+            standing,
+            heal=heal,
+            mirror=self.mirror,
         )
+        if standing.differences > differences:
+            metrics.count_heal_differences(
+                self.fleet.config.job_queue, standing.differences - differences
+            )
         plan = observed.plan
         pools = self.gateway.pools()
+        self.mirror.check(pools)
         foreign = self.fleet.foreign_pools(pools)
         if foreign:
             raise ForeignPools(foreign)
@@ -203,6 +217,7 @@ class PoolManager:
         monotonic = time.monotonic()
         if self.standing is None or self.standing.fleet is not self.fleet:
             self.standing = Standing(self.fleet)
+            self.mirror.forget()  # built from a full read
             self._healed = monotonic
             return self.standing, False
         if monotonic - self._healed < self.heal_every:
@@ -256,7 +271,15 @@ class PoolManager:
             me = replace(me, error=error, error_at=now)
         else:
             me = replace(me, cycled_at=now, error="", error_at=None)
+            if not self._beat_due(now) and replace(me, cycled_at=self.me.cycled_at) == self.me:
+                self.me = replace(self.me, cycled_at=now)  # written at its next beat
+                return
         self.me = self.heartbeat.write(me)
+
+    def _beat_due(self, now: float) -> bool:
+        """Whether the heartbeat is to be written (and read first) this cycle: a cycle that
+        changes nothing in it writes it once a :attr:`~.heartbeat.Heartbeat.period`."""
+        return self.me is None or now - self.me.written_at >= self.me.beat_every
 
     def _apply(self, observed: Observed, pools: dict[str, PoolSlots], now: float) -> int:
         """Apply the cycle's plan in the safe order; how many pools changed."""
@@ -319,7 +342,7 @@ class PoolManager:
             try:
                 if standing_by:  # taking over: what was kept may be long out of date
                     self.standing = None
-                self._check_no_other_leader(interval, fresh=standing_by)
+                self._check_no_other_leader(fresh=standing_by)
                 standing_by = False
                 report = self.cycle()
             except LeaseLost as error:
@@ -345,16 +368,14 @@ class PoolManager:
             _sleep(interval, should_stop)
         return "asked to stop"
 
-    def _check_no_other_leader(self, interval: float, *, fresh: bool) -> None:
-        """Read the fleet's heartbeat on taking the lead (``fresh``) and every
-        :data:`~.heartbeat.STALE_AFTER_INTERVALS` intervals: another manager on another
-        database that started first makes this one stand down."""
+    def _check_no_other_leader(self, *, fresh: bool) -> None:
+        """Read the fleet's heartbeat on taking the lead (``fresh``) and right before each
+        cycle that writes it: another manager on another database that started first makes
+        this one stand down."""
         if self.heartbeat is None or self.me is None:
             return
-        now = time.monotonic()
-        if fresh or now - self._checked >= STALE_AFTER_INTERVALS * interval:
+        if fresh or self._beat_due(self.clock()):
             self.heartbeat.check(self.me)
-            self._checked = now
 
     def _beat_failure(self, said: str) -> None:
         try:
@@ -438,7 +459,7 @@ class PoolManager:
         waiting = {t.key for t in observed.read if t.state is TaskState.SCHEDULED} - admitted
         if not waiting:
             return False
-        started = {t.key for t in self.gateway.task_instances(self.fleet) if t.state.counted}
+        started = {t.key for t in self.mirror.read(self.fleet) if t.state.counted}
         raced = sorted(waiting & started)
         for key in raced:
             log.warning("%s started though this cycle did not admit it", key)

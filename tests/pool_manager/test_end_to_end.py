@@ -25,6 +25,7 @@ import pytest
 
 from airflow_quota_provider.airflow_pools.gateway import AirflowGateway, Credentials
 from airflow_quota_provider.airflow_pools.task_history import TaskHistory
+from airflow_quota_provider.airflow_pools.task_mirror import TaskMirror
 from airflow_quota_provider.demo.processes import wait_for
 from airflow_quota_provider.demo.stack import Stack
 from airflow_quota_provider.versions import release
@@ -251,3 +252,28 @@ def test_a_task_waiting_behind_another_gets_a_start_from_its_tasks_history(stack
     assert start["text"].startswith(("in about", "now")), start
     api.set_task_state("pools_vision", first, "train", "failed")
     wait_state(stack, "pools_vision", second, "success", "the second vision task to run", 180)
+
+
+def test_a_read_of_what_changed_follows_a_task_from_scheduled_to_its_end(stack: Stack) -> None:
+    """The manager's reads after its first are of what Airflow changed (``updated_at``): a
+    task is seen waiting or holding, then gone once it ended, with no full read between;
+    and the pools' own sums agree with what was read."""
+    gateway = AirflowGateway(stack.api_url, Credentials("admin", "admin"))
+    pools = ["quota-vision-gpu", "quota-nlp-gpu"]
+    mirror = TaskMirror(gateway)
+    mirror.read(pools)
+    run = trigger(stack.api, "pools_nlp", seconds=3)
+    states: list[str] = []
+
+    def ended() -> bool:
+        kept = [t for t in mirror.read(pools) if t.key.run_id == run]
+        if kept and (not states or states[-1] != kept[0].state.value):
+            states.append(kept[0].state.value)
+        return bool(states) and not kept
+
+    wait_for("the nlp task to show and then end in the reads of changes", ended, 120, every=0.5)
+    assert {"scheduled", "running"} & set(states), states
+    assert state_of(stack.api, "pools_nlp", run, "train") == "success"
+    assert mirror.full_reads == 1 and mirror.changed_reads > 1
+    assert sorted(map(str, mirror.read(pools))) == sorted(map(str, gateway.task_instances(pools)))
+    assert mirror.check(gateway.pools()) == []

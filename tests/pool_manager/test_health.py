@@ -85,7 +85,7 @@ def fleet_of(text: str, tmp_path: Path) -> tuple[Fleet, Path]:
             UNLIMITED,
             [
                 "no pool manager has cycled fleet q since 2026-12-04 15:59:44 UTC (more than 3 of "
-                "its 5 s intervals): its pools stay as it last set them; last seen: manager "
+                "its 5 s heartbeats): its pools stay as it last set them; last seen: manager "
                 "vm:1:ab on sqlite:////srv/a.db (cycled 16 s ago)"
             ],
         ),

@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 import pytest
 
@@ -63,6 +64,9 @@ class _Handler(JsonHandler):
         if self.path.startswith("/api/v2/pools"):
             pools = [pool(name, slots) for name, slots in server.pools.items()]
             return self._send({"pools": pools, "total_entries": len(pools)})
+        if urlparse(self.path).path == "/api/v2/dags/~/dagRuns/~/taskInstances":
+            # what changed since the last read: every task, here (Airflow sends fewer)
+            return self._send({"task_instances": server.tasks, "total_entries": len(server.tasks)})
         return self._send(server.task)
 
     def do_POST(self) -> None:

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlparse
+from urllib.parse import parse_qs, unquote, urlparse
 
 import pytest
 from fastapi.testclient import TestClient
@@ -88,6 +88,10 @@ class _Handler(JsonHandler):
         if route == "/api/v2/pools":
             pools = list(self.server.pools.values())
             return self._send({"pools": pools, "total_entries": len(pools)})
+        if route == "/api/v2/dags/~/dagRuns/~/taskInstances":  # what changed: all, here
+            asked = parse_qs(urlparse(self.path).query).get("pool", [])
+            tis = [ti for ti in self.server.tis if ti["pool"] in asked]
+            return self._send({"task_instances": tis, "total_entries": len(tis)})
         for ti in self.server.tis:
             if route.endswith(f"/dagRuns/{ti['dag_run_id']}/taskInstances/{ti['task_id']}"):
                 return self._send(ti)
