@@ -360,13 +360,20 @@ def cycle_part(
             time.sleep(OVERLAP_SECONDS + 1)
             manager.cycle()
             log.since_last()
-            steady_ms, steady_calls = [], []
-            for _ in range(repeat):
+            steady_ms: list[float] = []
+            steady_calls: list[int] = []
+            unsteady = 0
+            while len(steady_ms) < repeat:
                 started = time.perf_counter()
                 report = manager.cycle()
-                steady_ms.append((time.perf_counter() - started) * 1000)
-                steady_calls.append(log.since_last())
-                assert report.pools_changed == 0 and not report.plan.stop, "not steady"
+                took = (time.perf_counter() - started) * 1000
+                calls = log.since_last()
+                if report.pools_changed or report.plan.stop:  # a task stuck restarting is
+                    unsteady += 1  # cleared again after 30 s (no scheduler runs here)
+                    assert unsteady <= repeat, "no steady cycle"
+                    continue
+                steady_ms.append(took)
+                steady_calls.append(calls)
             changed_ms, changed_calls, changed_pools = [], [], []
             shuffle = random.Random(5)
             for _ in range(repeat):
@@ -386,7 +393,8 @@ def cycle_part(
     steady = statistics.median(steady_ms)
     print(
         f"steady cycle: {steady:.0f} ms median of {repeat} (min {min(steady_ms):.0f}, "
-        f"max {max(steady_ms):.0f}); REST calls {sorted(set(steady_calls))}"
+        f"max {max(steady_ms):.0f}); REST calls {sorted(set(steady_calls))}; {unsteady} "
+        "cycles that changed a pool left out"
     )
     extra = [calls - pools for calls, pools in zip(changed_calls, changed_pools, strict=True)]
     print(
