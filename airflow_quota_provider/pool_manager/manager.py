@@ -278,7 +278,8 @@ class PoolManager:
 
     def _beat_due(self, now: float) -> bool:
         """Whether the heartbeat is to be written (and read first) this cycle: a cycle that
-        changes nothing in it writes it once a :attr:`~.heartbeat.Heartbeat.period`."""
+        changes nothing in it writes it once in its ``beat_every`` seconds (every cycle if
+        that is 0 or shorter than the interval)."""
         return self.me is None or now - self.me.written_at >= self.me.beat_every
 
     def _apply(self, observed: Observed, pools: dict[str, PoolSlots], now: float) -> int:
