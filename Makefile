@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-compat lint typecheck unit bench clean
+.PHONY: demo test check test-compat lint typecheck unit fast bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -17,6 +17,13 @@ demo: $(STAMP)
 	$(BIN)/airflow-quota demo $(if $(KEEP),--keep,)
 
 test: lint typecheck unit
+
+# The minute-by-minute loop: lint, types, and every test that starts no Airflow process
+# and no browser (pytest -m 'not slow'). `make test` runs those and the slow ones.
+check: lint typecheck fast
+
+fast: $(STAMP)
+	$(BIN)/pytest -n $(JOBS) -m 'not slow'
 
 lint: $(STAMP)
 	$(BIN)/ruff check airflow_quota_provider tests benchmarks dags compat

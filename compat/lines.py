@@ -11,7 +11,8 @@ the wheel, not the source tree, is installed into a virtualenv per line and way:
   airflow-quota-provider[postgres]`` with nothing else pinned, as a user adds the
   provider to a deployment: the resolver takes the newest amazon provider,
   ``common-compat``, boto3 and everything else Airflow allows. A line whose Airflow
-  does not start that way pins only what it needs to start (``Line.plain_pins``);
+  does not work that way pins only what breaks it (``Line.plain_pins``, from the
+  provider's ``installation.KNOWN_BREAKAGES``, as the README's install section does);
 - ``pinned`` (``.venv-compat/LINE-pinned``): like Airflow's own constraint files, every
   package as PyPI had it a week after the line's last patch release
   (``compat/constraints-LINE.txt``, resolved by ``uv pip compile --exclude-newer``),
@@ -40,6 +41,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from airflow_quota_provider.installation import breakages_of, pins_of
+
 ROOT = Path(__file__).resolve().parents[1]
 FOLDER = ROOT / "compat"
 VENVS = ROOT / ".venv-compat"
@@ -55,6 +58,8 @@ TOOLS = ("pytest", "pytest-xdist", "httpx", "statsd", "asyncpg")
 """What the tests need besides the provider (its ``postgres`` extra brings psycopg2; Airflow 3
 on PostgreSQL needs asyncpg too, for the tests that run it there)."""
 BATCH_TESTS = (
+    "tests/test_doctor.py",
+    "tests/test_installation.py",
     "tests/airflow/test_example_dags.py",
     "tests/airflow/test_operator.py",
     "tests/airflow/test_trigger.py",
@@ -88,9 +93,16 @@ class Line:
     deselect: tuple[str, ...] = ()
     """Tests that check what this release's ``dag.test()`` cannot show (see ``why``)."""
     why: str = ""
-    plain_pins: tuple[str, ...] = ()
-    """What a plain install must pin for this Airflow to start at all (see ``plain_why``)."""
-    plain_why: str = ""
+
+    @property
+    def plain_pins(self) -> tuple[str, ...]:
+        """What a plain install must pin for this Airflow to work at all: the provider's
+        own table of known breakages (``airflow-quota doctor`` reads it too)."""
+        return pins_of(self.name)
+
+    @property
+    def plain_why(self) -> str:
+        return "; ".join(f"{b.pin}: {b.why}" for b in breakages_of(self.name))
 
     @property
     def constraints(self) -> Path:
@@ -120,25 +132,9 @@ LINES = (
         "which these tests read, and does not retry a deferred task whose wait timed out; "
         "on its real scheduler, refused deferred sensors were not all failed within 180 s "
         "in 2 of 4 runs (cause not yet found)",
-        plain_pins=("pyjwt<2.11", "cadwyn<6", "fastapi<0.118"),
-        plain_why="PyJWT 2.11 and later refuse the token Airflow 3.0.6's api-server signs "
-        "(TypeError: Issuer (iss) must be a string); with cadwyn 6 or later its execution API "
-        "refuses every task's start (model_attributes_type); from FastAPI 0.118 on its API "
-        "answers a write before it commits it (a dependency's exit code runs after the "
-        "response): a create of an existing pool answers 201, a pool read right after a "
-        "change shows the old one",
     ),
     Line("3.1", "3.1.8", "2026-03-18"),
-    Line(
-        "3.2",
-        "3.2.2",
-        "2026-06-05",
-        plain_pins=("fastapi<0.156.1", "svcs<26"),
-        plain_why="with fastapi 0.156.1 or later, Airflow 3.2.2's execution API does not start "
-        "(Model 'TITerminalStatePayload' needs a discriminator field); with svcs 26, dag.test()'s "
-        "in-process execution API fails every task's state change ('State' object has no "
-        "attribute 'svcs_registry')",
-    ),
+    Line("3.2", "3.2.2", "2026-06-05"),
 )
 """Every supported line but the current one (3.3), which ``make test`` runs in full."""
 

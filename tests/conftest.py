@@ -9,8 +9,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from airflow_quota_provider.demo.stack import Stack
+
+FLEET = Path(__file__).resolve().parent / "pool_manager" / "fleet.yaml"
 
 
 @pytest.fixture(autouse=True)
@@ -34,3 +41,26 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     found = os.path.realpath(airflow_quota_provider.__file__)
     if not found.startswith(os.path.realpath(venv) + os.sep):
         raise pytest.UsageError(f"the tests import the provider from {found}, not from {venv}")
+
+
+@pytest.fixture(scope="session")
+def api_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """Airflow's database and api-server alone (no task runs), started once per test
+    process for every module that needs only its REST API. It knows two users: ``admin``
+    and ``viewer`` (who may read but not change pools, tasks or Variables); their passwords
+    are in ``home / "passwords.json"``. Tests leave it as they found it."""
+    from airflow_quota_provider.demo.processes import Processes
+    from airflow_quota_provider.demo.stack import Stack, StackSettings
+
+    workdir = tmp_path_factory.mktemp("api-server")
+    (workdir / "dags").mkdir()
+    settings = StackSettings(
+        workdir=workdir,
+        dags_folder=workdir / "dags",
+        quota_config=FLEET,
+        extra_env={"AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "admin:admin,viewer:viewer"},
+    )
+    with Processes(workdir / "logs") as processes:
+        stack = Stack(settings, processes)
+        stack.start_api_server()
+        yield stack

@@ -37,6 +37,10 @@ LOGIN_ADVICE = (
     "with $AIRFLOW_QUOTA_API_PASSWORD)"
 )
 ROLE_ADVICE = "reading needs Airflow's Viewer role, changing pools and tasks its Op role"
+DOCTOR_ADVICE = (
+    "`airflow-quota doctor --config CONFIG`, run where the api-server runs, names what in an "
+    "installation breaks Airflow"
+)
 
 
 class GatewayError(RuntimeError):
@@ -62,7 +66,7 @@ class GatewayError(RuntimeError):
         if self.status == 403:
             return f"Airflow does not allow the manager's user this ({self}): {ROLE_ADVICE}"
         if self.status >= 500:
-            return f"Airflow failed ({self})"
+            return f"Airflow failed ({self}): {DOCTOR_ADVICE}"
         return f"Airflow refused ({self})"
 
     @property

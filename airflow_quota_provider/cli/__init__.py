@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from airflow_quota_provider.cli import (
     demo,
+    doctor,
     emulator,
     pool_manager,
     recommend,
@@ -39,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
         usage,
         pool_manager,
         reconcile,
+        doctor,
         demo,
     ):
         module.add_parser(commands)

@@ -207,7 +207,8 @@ def run(args: argparse.Namespace) -> int:
         return 1
     failed = _airflow_at_start(gateway, manager.fleet, args.start_timeout, board, me)
     if failed:
-        print(f"airflow-quota pool-manager: {failed}", file=sys.stderr)
+        for line in failed:
+            print(f"airflow-quota pool-manager: {line}", file=sys.stderr)
         return 1
     log.info(
         "pool manager %s starts for fleet %s: config %s (%s), database %s, every %g s",
@@ -227,10 +228,11 @@ def run(args: argparse.Namespace) -> int:
 
 def _airflow_at_start(
     gateway: AirflowGateway, fleet: Fleet, patience: float, board: HeartbeatBoard, me: Heartbeat
-) -> str | None:
+) -> list[str]:
     """Why the manager cannot start with this Airflow, if it cannot: an api-server not
-    reachable within ``patience`` seconds, a login refused, a user who may not read pools,
-    a config that names another fleet's pools, or another manager that acts."""
+    reachable within ``patience`` seconds, a login refused, a user who may not read pools
+    (each with how ``airflow-quota doctor`` checks it), a config that names another fleet's
+    pools, or another manager that acts."""
     from airflow_quota_provider.airflow_pools.heartbeat import AnotherLeader
 
     deadline = time.monotonic() + patience
@@ -240,19 +242,28 @@ def _airflow_at_start(
             break
         except GatewayError as error:
             if error.status is not None or time.monotonic() > deadline:
-                return error.kind_and_cause()
+                return _with_doctor(error, me.config_path)
             log.warning("%s; waiting for it up to %g s", error.kind_and_cause(), patience)
             time.sleep(min(2.0, patience / 4))
     foreign = fleet.foreign_pools(pools)
     if foreign:
-        return f"the config names another fleet's pools: {'; '.join(foreign)}"
+        return [f"the config names another fleet's pools: {'; '.join(foreign)}"]
     try:
         board.check(me)
     except AnotherLeader as error:
-        return str(error)
+        return [str(error)]
     except GatewayError as error:
-        return error.kind_and_cause()
-    return None
+        return _with_doctor(error, me.config_path)
+    return []
+
+
+def _with_doctor(error: GatewayError, config: str) -> list[str]:
+    """What failed, and the check users can run to find why."""
+    doctor = (
+        f"`airflow-quota doctor --config {config}` checks this installation and what the "
+        "manager's user may do"
+    )
+    return [error.kind_and_cause(), doctor]
 
 
 def _heartbeat(

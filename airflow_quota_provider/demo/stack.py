@@ -21,11 +21,13 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from airflow_quota_provider.demo.airflow_api import AirflowApi
+from airflow_quota_provider.demo.airflow_api import AirflowApi, AirflowApiError
 from airflow_quota_provider.demo.ports import free_port
 from airflow_quota_provider.demo.processes import Managed, Processes, tail, wait_for
 
 AIRFLOW_COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
+SECRET_CHECK = "airflow_quota_fernet_check"
+"""The connection and the Variable each stack stores through Airflow at start."""
 _CELERY_PRELOAD = ("airflow.sdk.execution_time.task_runner", "airflow_quota_provider.view.plugin")
 
 
@@ -95,6 +97,7 @@ class Stack:
         for component in AIRFLOW_COMPONENTS:
             self.start_component(component)
         wait_for("the Airflow api-server", self.api.healthy, 180, self.processes)
+        self.store_secrets()
         for dag_id in dag_ids:
             wait_for(
                 f"DAG {dag_id} to be parsed",
@@ -108,6 +111,26 @@ class Stack:
         self._prepare()
         self.start_component("api-server")
         wait_for("the Airflow api-server", self.api.healthy, 180, self.processes)
+        self.store_secrets()
+
+    def store_secrets(self) -> None:
+        """Store a connection with a password and a Variable through the api-server and read
+        them back, as a deployment does: both take Airflow's fernet (a key is set), which
+        some installations cannot use (``airflow-quota doctor`` names them)."""
+        connection = {"connection_id": SECRET_CHECK, "conn_type": "aws", "login": "key"}
+        variable = {"key": SECRET_CHECK, "value": "stored encrypted"}
+        try:
+            self.api.post("/api/v2/connections", {**connection, "password": "secret"})
+            self.api.post("/api/v2/variables", variable)
+            read = self.api.get(f"/api/v2/variables/{SECRET_CHECK}")["value"]
+            self.api.get(f"/api/v2/connections/{SECRET_CHECK}")
+        except AirflowApiError as error:
+            raise RuntimeError(
+                f"Airflow cannot store a connection's password or a Variable ({error}): "
+                "`airflow-quota doctor` tells what in this installation breaks it"
+            ) from error
+        if read != variable["value"]:
+            raise RuntimeError(f"Airflow read Variable {SECRET_CHECK} back as {read!r}")
 
     def start_component(self, component: str) -> None:
         command = [sys.executable, "-m", "airflow", component]

@@ -29,6 +29,11 @@ if "AIRFLOW_HOME" not in os.environ or (_inherited and "PYTEST_XDIST_WORKER" in 
         }
     )
 os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
+# as airflow.cfg has by default: connections' passwords and Variables are stored encrypted
+if not os.environ.get("AIRFLOW__CORE__FERNET_KEY"):
+    from cryptography.fernet import Fernet
+
+    os.environ["AIRFLOW__CORE__FERNET_KEY"] = Fernet.generate_key().decode()
 
 import asyncio  # noqa: E402
 import importlib.util  # noqa: E402
@@ -47,9 +52,32 @@ from tests.emulator.conftest import QUEUE, TWO_SHARES, Endpoint, serve, submit  
 
 @pytest.fixture(scope="session")
 def airflow_db() -> None:
-    """``airflow db migrate`` once per session, into the SQLite file of this session's home."""
+    """``airflow db migrate`` once per session, into the SQLite file of this session's home;
+    then a connection with a password and a Variable stored through Airflow and read back,
+    as a deployment does, through Airflow's fernet (some installations cannot:
+    ``airflow-quota doctor`` names them)."""
     airflow = Path(sys.executable).with_name("airflow")
     subprocess.run([str(airflow), "db", "migrate"], check=True, capture_output=True)
+    store_secrets()
+
+
+SECRET_CHECK = "airflow_quota_fernet_check"
+
+
+def store_secrets() -> None:
+    from airflow.models.connection import Connection
+    from airflow.models.variable import Variable
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        session.query(Connection).filter(Connection.conn_id == SECRET_CHECK).delete()
+        session.add(Connection(conn_id=SECRET_CHECK, conn_type="aws", login="k", password="s"))
+    Variable.set(SECRET_CHECK, "stored encrypted")
+    with create_session() as session:
+        stored = session.query(Connection).filter(Connection.conn_id == SECRET_CHECK).one()
+        assert stored.is_encrypted, "Airflow stored the password in plain text"
+        assert stored.password == "s"
+    assert Variable.get(SECRET_CHECK) == "stored encrypted"
 
 
 @pytest.fixture

@@ -278,6 +278,13 @@ def test_of_two_managers_acting_at_once_the_younger_stands_down(
     ("login", "options", "said"),
     [
         (
+            500,
+            [],
+            "airflow-quota pool-manager: Airflow failed (list pools: answered 500 Internal "
+            "Server Error: Internal Server Error): `airflow-quota doctor --config CONFIG`, run "
+            "where the api-server runs, names what in an installation breaks Airflow\n",
+        ),
+        (
             401,
             [],
             "airflow-quota pool-manager: Airflow refuses the manager's login (log in: answered "
@@ -290,7 +297,7 @@ def test_of_two_managers_acting_at_once_the_younger_stands_down(
             "http://127.0.0.1:9 is unreachable",
         ),
     ],
-    ids=["wrong-password", "unreachable"],
+    ids=["api-server-failing", "wrong-password", "unreachable"],
 )
 def test_a_manager_that_cannot_work_exits_at_start_saying_why(
     airflow: RefusingAirflow,  # noqa: F811
@@ -301,13 +308,19 @@ def test_a_manager_that_cannot_work_exits_at_start_saying_why(
     options: list[str],
     said: str,
 ) -> None:
-    airflow.login_status = login
+    if login == 500:
+        airflow.pools_status = 500
+    else:
+        airflow.login_status = login
     started = time.monotonic()
     code, err = start(airflow, tmp_path, monkeypatch, capsys, *options, password="wrong")
     assert code == 1
     assert time.monotonic() - started < 30
     assert err.startswith(said), err
     assert "wrong" not in err
+    assert err.splitlines()[-1].startswith(
+        "airflow-quota pool-manager: `airflow-quota doctor --config "
+    ), "the start points to the check users can run"
 
 
 def test_a_config_naming_another_fleets_pool_is_refused_at_start(

@@ -59,6 +59,7 @@ class RefusingAirflow(ThreadingHTTPServer):
         self.notes_fail = False
         self.variables: dict[str, str] = {}
         self.login_status = 201
+        self.pools_status = 200
         self.cleared: list[str] = []
         self.pool_changes: list[tuple[str, int]] = []
         self.patched: list[dict[str, Any]] = []
@@ -86,6 +87,8 @@ class _Handler(JsonHandler):
                 return self._send({"detail": "Not Found"}, 404)
             return self._send({"key": key, "value": self.server.variables[key]})
         if route == "/api/v2/pools":
+            if self.server.pools_status != 200:
+                return self._send({"detail": "Internal Server Error"}, self.server.pools_status)
             pools = list(self.server.pools.values())
             return self._send({"pools": pools, "total_entries": len(pools)})
         if route == "/api/v2/dags/~/dagRuns/~/taskInstances":  # what changed: all, here

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +21,7 @@ from airflow_quota_provider.airflow_pools.gateway import AirflowGateway, Credent
 from airflow_quota_provider.airflow_pools.pools import pool_description
 from airflow_quota_provider.cli import main
 from airflow_quota_provider.cli.sync import apply_pools
-from airflow_quota_provider.demo.processes import Processes
-from airflow_quota_provider.demo.stack import Stack, StackSettings
+from airflow_quota_provider.demo.stack import Stack
 from airflow_quota_provider.sync.pool_plan import PoolsState, plan_pools
 from airflow_quota_provider.sync.target import load_target
 
@@ -41,20 +39,10 @@ shares:
 """
 
 
-@pytest.fixture(scope="module")
-def airflow(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    workdir = tmp_path_factory.mktemp("pool-sync")
-    (workdir / "dags").mkdir()
-    settings = StackSettings(
-        workdir=workdir,
-        dags_folder=workdir / "dags",
-        quota_config=FLEET,
-        extra_env={"AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "admin:admin,viewer:viewer"},
-    )
-    with Processes(workdir / "logs") as processes:
-        stack = Stack(settings, processes)
-        stack.start_api_server()
-        yield stack
+@pytest.fixture
+def airflow(api_server: Stack) -> Stack:
+    """The test process's api-server (``tests/conftest.py``)."""
+    return api_server
 
 
 @pytest.fixture(autouse=True)
