@@ -7,6 +7,9 @@ the local endpoint as a process of its own. The story of the demo plays; once
 three tasks are deferred the triggerer is SIGKILLed, the fourth DAG is
 triggered while it is down, and a new triggerer is started: every job must
 still be followed to its end, and none submitted twice.
+
+Time: about 1 min on 2 cores (``tests/DURATIONS.md``: 71 s): the stack (63 s to start with
+the example DAGs parsed) and a triggerer killed and started again.
 """
 
 from __future__ import annotations

@@ -4,6 +4,9 @@ admit: the share's large head is not overtaken by a smaller task behind it.
 Real Airflow processes, the manager cycling every 5 s (its default), so that the
 scheduler (which queues within a second) has all the time it needs to hand out
 slots freed between two cycles, as it would if the pool were left open.
+
+Time: about 1.5 min on 2 cores (``tests/DURATIONS.md``: 82 s): the manager's default 5 s
+cycles, on purpose (see above).
 """
 
 from __future__ import annotations
