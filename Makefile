@@ -33,13 +33,11 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 # Two test processes (pytest-xdist), each module in one of them: the end-to-end
-# modules mostly wait on Airflow's loops, so two run side by side on 2 cores. The longest
-# modules first (tests/conftest.py orders them by tests/DURATIONS.md; xdist would put the
-# modules with the most tests first).
+# modules mostly wait on Airflow's loops, so two run side by side on 2 cores.
 JOBS ?= 2
 
 unit: $(STAMP)
-	$(BIN)/pytest -n $(JOBS) --dist loadfile --no-loadscope-reorder
+	$(BIN)/pytest -n $(JOBS) --dist loadfile
 
 # The other supported Airflow release lines, each in .venv-compat/LINE (compat/lines.py).
 test-compat: $(STAMP)

@@ -224,7 +224,7 @@ def test(line: Line, how: str, wheel: Path, jobs: int) -> bool:
     env.pop("PYTHONPATH", None)
     command = [str(venv / "bin" / "pytest"), "-p", "no:cacheprovider", "--import-mode=append"]
     if jobs > 1:
-        command += ["-n", str(jobs), "--dist", "loadfile", "--no-loadscope-reorder"]
+        command += ["-n", str(jobs), "--dist", "loadfile"]
     if line.deselect:
         print(f"compat: Airflow {line.airflow}: leaving out {len(line.deselect)} tests: {line.why}")
     deselected = [f"--deselect={test}" for test in line.deselect]

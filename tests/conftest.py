@@ -31,22 +31,14 @@ def _environment_restored() -> Iterator[None]:
 
 
 def module_seconds(profile: Path = DURATIONS) -> dict[str, float]:
-    """Seconds per test module (``tests/...py``) as the committed profile measured them."""
+    """Seconds per test module (``tests/...py``) as the committed profile measured them
+    (``tests/test_durations.py`` keeps the profile naming modules that exist)."""
     seconds = {}
     for row in profile.read_text().splitlines() if profile.exists() else []:
         cells = [cell.strip() for cell in row.strip("|").split("|")]
         if len(cells) > 2 and cells[0].startswith("tests/") and cells[2].isdigit():
             seconds[cells[0]] = float(cells[2])
     return seconds
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The longest modules first (by ``tests/DURATIONS.md``), each module's tests in their
-    order: with ``--dist loadfile --no-loadscope-reorder`` the two test processes start
-    with the longest stories, and the short modules fill in around them, instead of a long
-    story starting last."""
-    seconds = module_seconds()
-    items.sort(key=lambda item: -seconds.get(item.nodeid.split("::")[0], 0.0))
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

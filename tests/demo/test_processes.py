@@ -51,38 +51,6 @@ def test_close_stops_a_process_and_the_children_it_started(
     processes.close()  # a second close is harmless
 
 
-# Writes its name to a file when asked to stop, a moment after (as a client reporting its end
-# to a server would), then exits.
-LAST_WORDS = (
-    "import signal, sys, time\n"
-    "def stop(*_):\n"
-    "    time.sleep(0.2)\n"
-    "    open(sys.argv[2], 'a').write(sys.argv[1] + ' ' + repr(time.monotonic()) + '\\n')\n"
-    "    raise SystemExit(0)\n"
-    "signal.signal(signal.SIGTERM, stop)\n"
-    "print('started', flush=True)\n"
-    "time.sleep(600)\n"
-)
-
-
-def test_close_stops_the_last_started_first_each_after_the_next_has_ended(
-    tmp_path: Path,
-) -> None:
-    """A server started before its clients outlives them: the clients may still report."""
-    said = tmp_path / "said.txt"
-    processes = Processes(tmp_path)
-    for name in ("server", "scheduler", "worker"):
-        command = [sys.executable, "-c", LAST_WORDS, name, str(said)]
-        processes.start(name, command, os.environ)
-    logs = [tmp_path / f"{name}.log" for name in ("server", "scheduler", "worker")]
-    wait_for("the three", lambda: all("started" in log.read_text() for log in logs), 20)
-    processes.close()
-    lines = [line.split() for line in said.read_text().splitlines()]
-    assert [name for name, _ in lines] == ["worker", "scheduler", "server"]
-    times = [float(at) for _, at in lines]
-    assert times[1] - times[0] >= 0.2 and times[2] - times[1] >= 0.2, "each waited for the next"
-
-
 def test_a_process_that_ends_is_reported_with_its_log(tmp_path: Path) -> None:
     with Processes(tmp_path) as processes:
         processes.start("short", [sys.executable, "-c", "print('bye'); raise SystemExit(3)"], {})
