@@ -1,4 +1,5 @@
-"""The committed profile of the checks (``tests/DURATIONS.md``), which orders the modules."""
+"""The committed profile of the checks (``tests/DURATIONS.md``): it names modules that exist
+and every long module says why it is long."""
 
 from __future__ import annotations
 

@@ -4,7 +4,10 @@ Each process runs in a session of its own, so stopping it stops every child
 it started (the scheduler's executor workers, the api-server's workers).
 :class:`Processes` stops them all on ``close()``, at interpreter exit and on
 SIGTERM / SIGINT / SIGHUP, first with SIGTERM and then, after a grace
-period, with SIGKILL.
+period, with SIGKILL. They are stopped in the reverse order of their start, each
+after the one started after it has ended: a client is gone before the server it
+talks to (a scheduler's tasks report their end to the api-server; with the
+api-server gone first they would retry until killed, the whole grace period).
 """
 
 from __future__ import annotations
@@ -113,7 +116,7 @@ class Processes:
             return
         self._closed = True
         try:
-            _stop([m.popen for m in self.started.values()])
+            _stop([m.popen for m in reversed(self.started.values())])
         finally:
             # Reached on a second Ctrl-C during the grace period too: no group outlives us.
             for managed in self.started.values():
@@ -170,10 +173,11 @@ def wait_for(
 
 
 def _stop(popens: list[subprocess.Popen[bytes]]) -> None:
-    for popen in popens:
-        _signal_group(popen, signal.SIGTERM)
+    """SIGTERM each in turn, waiting for each to end before the next, all within one grace
+    period; then SIGKILL every group (children outlive a leader that has ended)."""
     deadline = time.monotonic() + STOP_GRACE_SECONDS
     for popen in popens:
+        _signal_group(popen, signal.SIGTERM)
         with contextlib.suppress(subprocess.TimeoutExpired):
             popen.wait(timeout=max(0.0, deadline - time.monotonic()))
     for popen in popens:

@@ -85,7 +85,7 @@ def serving_api(env: dict[str, str], port: int, log_path: Path) -> Iterator[str]
 
 
 @pytest.fixture
-def api_server(airflow_auth: None, story: Story, tmp_path: Path) -> Iterator[str]:
+def story_api_server(airflow_auth: None, story: Story, tmp_path: Path) -> Iterator[str]:
     """The api-server reading the populated endpoint; its base URL."""
     with serving_api({}, free_port(), tmp_path / "api-server.log") as url:
         yield url
@@ -145,16 +145,16 @@ def browser() -> Iterator[Any]:
 
 
 def test_a_person_sees_borrowing_waiting_and_preemption(
-    browser: Any, api_server: str, story: Story, endpoint: Endpoint, tmp_path: Path
+    browser: Any, story_api_server: str, story: Story, endpoint: Endpoint, tmp_path: Path
 ) -> None:
     from playwright.sync_api import expect
 
     context = browser.new_context(viewport={"width": 1280, "height": 1500})
     page = context.new_page()
-    log_in(page, api_server)
+    log_in(page, story_api_server)
 
     page.get_by_role("link", name="GPU Quotas").first.click()
-    page.wait_for_url(f"{api_server}/plugin/gpu-quotas")
+    page.wait_for_url(f"{story_api_server}/plugin/gpu-quotas")
     view = page.frame_locator("iframe[title='GPU Quotas']")
 
     # a job queue, with its utilization over the last hours
@@ -178,7 +178,8 @@ def test_a_person_sees_borrowing_waiting_and_preemption(
     assert "NO_IDLE_CAPACITY" in row and f"vision needs 2 {P4D}" in row
     task = waiting.first.get_by_role("link", name="nlp_<finetune>.train")
     assert task.get_attribute("title") == TASK_TAGS["airflow:run_id"]
-    assert task.get_attribute("href").startswith(f"{api_server}/dags/nlp_%3Cfinetune%3E/runs/")
+    runs = f"{story_api_server}/dags/nlp_%3Cfinetune%3E/runs/"
+    assert task.get_attribute("href").startswith(runs)
     assert view.locator("img").count() == 0  # the run id's <img ...> stayed text
 
     # running jobs: who borrows and who a reclaim would take next
@@ -208,15 +209,15 @@ def test_a_person_sees_borrowing_waiting_and_preemption(
     opened.value.wait_for_load_state()
     assert opened.value.url.endswith(f"#service-jobs/detail/{story.v2}")
     task.click()
-    page.wait_for_url(f"{api_server}/dags/nlp_%3Cfinetune%3E/runs/**/tasks/train")
+    page.wait_for_url(f"{story_api_server}/dags/nlp_%3Cfinetune%3E/runs/**/tasks/train")
 
 
-def log_in(page: Any, api_server: str) -> None:
-    page.goto(f"{api_server}/")
+def log_in(page: Any, url: str) -> None:
+    page.goto(f"{url}/")
     page.get_by_label("Username").fill(USER)
     page.get_by_label("Password").fill(PASSWORD)
     page.get_by_role("button", name="Sign in").click()
-    page.wait_for_url(f"{api_server}/")
+    page.wait_for_url(f"{url}/")
 
 
 def test_a_pools_fleet_is_named_a_fleet_with_no_aws_and_its_own_unit(
@@ -238,19 +239,19 @@ def test_a_pools_fleet_is_named_a_fleet_with_no_aws_and_its_own_unit(
 
 
 def test_it_fits_a_phone_and_refreshes_itself(
-    browser: Any, api_server: str, endpoint: Endpoint
+    browser: Any, story_api_server: str, endpoint: Endpoint
 ) -> None:
     context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True)
     page = context.new_page()
     # the page needs no login, its data does: it says so and shows none
-    assert page.goto(f"{api_server}/quota/").status == 200
+    assert page.goto(f"{story_api_server}/quota/").status == 200
     page.locator("#error").wait_for()
     assert page.locator("#error").inner_text() == (
         "401: Not authenticated: log in to Airflow first, then come back to this page"
     )
     assert page.locator("#waiting tbody tr").count() == 0
-    log_in(page, api_server)
-    page.goto(f"{api_server}/quota/?refresh=2")
+    log_in(page, story_api_server)
+    page.goto(f"{story_api_server}/quota/?refresh=2")
     page.locator("#waiting tbody tr").first.wait_for()
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
     before = page.locator("#updated").inner_text()
