@@ -12,7 +12,10 @@ the wheel, not the source tree, is installed into a virtualenv per line and way:
   provider to a deployment: the resolver takes the newest amazon provider,
   ``common-compat``, boto3 and everything else Airflow allows. A line whose Airflow
   does not work that way pins only what breaks it (``Line.plain_pins``, from the
-  provider's ``installation.KNOWN_BREAKAGES``, as the README's install section does);
+  provider's ``installation.KNOWN_BREAKAGES``, as the README's install section does).
+  uv stands for pip here: ``python -m compat.resolution LINE`` resolves the same list
+  (``Line.requirements``) with both, installing nothing; on 2026-12-07 they took the same
+  packages at the same versions on every line (``benchmarks/RESULTS.md``);
 - ``pinned`` (``.venv-compat/LINE-pinned``): like Airflow's own constraint files, every
   package as PyPI had it a week after the line's last patch release
   (``compat/constraints-LINE.txt``, resolved by ``uv pip compile --exclude-newer``),
@@ -111,6 +114,17 @@ class Line:
     def venv(self, how: str) -> Path:
         return VENVS / f"{self.name}-{how}"
 
+    def requirements(self, how: str, wheel: Path) -> list[str]:
+        """What ``uv pip install`` is given to install this line ``how`` with the provider's
+        ``wheel``: Airflow, the provider with its ``postgres`` extra and :data:`TOOLS`, then
+        the plain pins or the line's constraints file. ``compat/resolution.py`` resolves the
+        same list with pip."""
+        provider = f"airflow-quota-provider[postgres] @ {wheel.as_uri()}"
+        wanted = [f"apache-airflow=={self.airflow}", provider, *TOOLS]
+        if how == "plain":
+            return [*wanted, *self.plain_pins]
+        return ["-c", str(self.constraints), *wanted]
+
     def tests(self, how: str) -> tuple[str, ...]:
         every = BATCH_TESTS + (AIRFLOW_3_TESTS if not self.name.startswith("2.") else ())
         return every if how == "plain" else tuple(t for t in every if t in PINNED_TESTS)
@@ -188,16 +202,9 @@ def install(line: Line, how: str, wheel: Path) -> None:
     env = {**os.environ, "VIRTUAL_ENV": str(venv)}
     if not (venv / "bin" / "python").exists():
         subprocess.run([uv(), "venv", "--quiet", "--python", sys.executable, str(venv)], check=True)
-    provider = f"airflow-quota-provider[postgres] @ {wheel.as_uri()}"
-    wanted = [f"apache-airflow=={line.airflow}", provider, *TOOLS]
-    if how == "plain":
-        wanted += line.plain_pins
-        if line.plain_pins:
-            print(
-                f"compat: Airflow {line.airflow} plain: pinning {line.plain_pins}: {line.plain_why}"
-            )
-    else:
-        wanted = ["-c", str(line.constraints), *wanted]
+    if how == "plain" and line.plain_pins:
+        print(f"compat: Airflow {line.airflow} plain: pinning {line.plain_pins}: {line.plain_why}")
+    wanted = line.requirements(how, wheel)
     # --reinstall-package: the wheel keeps its version from one change to the next
     command = [uv(), "pip", "install", "--quiet", "--reinstall-package", "airflow-quota-provider"]
     subprocess.run([*command, *wanted], check=True, env=env)
