@@ -39,7 +39,7 @@ def group_members(pgid: int) -> list[int]:
 def test_close_stops_a_process_and_the_children_it_started(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("airflow_quota_provider.demo.processes.STOP_GRACE_SECONDS", 0.5)
+    monkeypatch.setattr("airflow_quota_provider.demo.processes.CLOSE_GRACE_SECONDS", 0.5)
     processes = Processes(tmp_path)
     managed = processes.start("family", [sys.executable, "-c", FAMILY], os.environ)
     wait_for("the child", lambda: len(group_members(managed.popen.pid)) == 2, 20, every=0.1)
