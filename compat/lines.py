@@ -31,7 +31,10 @@ runs from the checkout with ``--import-mode=append`` and the venv's own ``pytest
 the tests import the installed wheel, never the source tree (``tests/conftest.py``
 checks it when ``AIRFLOW_QUOTA_INSTALLED`` is set).
 
-It prints how long each run took, and exits 1 if any failed.
+One thread installs the lines' virtualenvs in turn ahead of the tests, so a line's install
+overlaps the tests of the lines before it. Each run starts with the longest test modules
+(``--longest-first``, by ``tests/DURATIONS.md``): the SageMaker training story, the longest,
+would otherwise start last. It prints how long each run took, and exits 1 if any failed.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ import os
 import subprocess
 import sys
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -196,8 +200,10 @@ def lock(line: Line) -> None:
     )
 
 
-def install(line: Line, how: str, wheel: Path) -> None:
-    """``.venv-compat/LINE-HOW`` with Airflow and the provider's wheel, installed ``how``."""
+def install(line: Line, how: str, wheel: Path) -> float:
+    """``.venv-compat/LINE-HOW`` with Airflow and the provider's wheel, installed ``how``;
+    the seconds it took."""
+    started = time.monotonic()
     venv = line.venv(how)
     env = {**os.environ, "VIRTUAL_ENV": str(venv)}
     if not (venv / "bin" / "python").exists():
@@ -205,8 +211,11 @@ def install(line: Line, how: str, wheel: Path) -> None:
     if how == "plain" and line.plain_pins:
         print(f"compat: Airflow {line.airflow} plain: pinning {line.plain_pins}: {line.plain_why}")
     wanted = line.requirements(how, wheel)
-    # --reinstall-package: the wheel keeps its version from one change to the next
-    command = [uv(), "pip", "install", "--quiet", "--reinstall-package", "airflow-quota-provider"]
+    # --reinstall-package: the wheel keeps its version from one change to the next;
+    # --upgrade: a virtualenv kept from an earlier run gets what a new install would
+    # (the newest releases allowed), not what it already had
+    command = [uv(), "pip", "install", "--quiet", "--upgrade"]
+    command += ["--reinstall-package", "airflow-quota-provider"]
     subprocess.run([*command, *wanted], check=True, env=env)
     installed = subprocess.run(
         [str(venv / "bin" / "python"), "-c", "import airflow; print(airflow.__version__)"],
@@ -217,21 +226,29 @@ def install(line: Line, how: str, wheel: Path) -> None:
         cwd=VENVS,
     ).stdout.strip()
     if installed != line.airflow:
-        raise SystemExit(f"{venv} has Airflow {installed}, not {line.airflow}")
+        raise RuntimeError(f"{venv} has Airflow {installed}, not {line.airflow}")
+    return time.monotonic() - started
 
 
-def test(line: Line, how: str, wheel: Path, jobs: int) -> bool:
-    """Install the line ``how`` and run its tests; whether they passed."""
+def test(line: Line, how: str, installing: Future[float], jobs: int) -> bool:
+    """Run the tests of the line installed ``how`` (once ``installing`` is done); whether
+    they passed."""
     started = time.monotonic()
-    install(line, how, wheel)
-    installed = time.monotonic() - started
+    try:
+        installed = installing.result()
+    except (subprocess.CalledProcessError, RuntimeError) as error:
+        print(f"compat: Airflow {line.airflow} {how} FAILED to install: {error}", flush=True)
+        return False
+    waited = time.monotonic() - started
     venv = line.venv(how)
     env = {**os.environ, "VIRTUAL_ENV": str(venv), "AIRFLOW_QUOTA_INSTALLED": str(venv)}
     env.pop("AIRFLOW_HOME", None)
     env.pop("PYTHONPATH", None)
     command = [str(venv / "bin" / "pytest"), "-p", "no:cacheprovider", "--import-mode=append"]
     if jobs > 1:
-        command += ["-n", str(jobs), "--dist", "loadfile"]
+        # the long stories first, the short modules around them (tests/conftest.py)
+        command += ["-n", str(jobs), "--dist", "loadfile", "--no-loadscope-reorder"]
+    command.append("--longest-first")
     if line.deselect:
         print(f"compat: Airflow {line.airflow}: leaving out {len(line.deselect)} tests: {line.why}")
     deselected = [f"--deselect={test}" for test in line.deselect]
@@ -240,7 +257,7 @@ def test(line: Line, how: str, wheel: Path, jobs: int) -> bool:
     verdict = "passed" if result.returncode == 0 else "FAILED"
     print(
         f"compat: Airflow {line.airflow} {how} {verdict} in {took / 60:.1f} min "
-        f"(install {installed:.0f} s)",
+        f"(install {installed:.0f} s, {waited:.0f} s of it waited for)",
         flush=True,
     )
     return result.returncode == 0
@@ -269,11 +286,18 @@ def main(argv: list[str] | None = None) -> int:
     package = build(VENVS / "dist")
     check(package)
     runs = [(line, how) for line in chosen for how in args.how or HOWS]
-    failed = [
-        f"{line.airflow} {how}"
-        for line, how in runs
-        if not test(line, how, package.wheel, args.jobs)
-    ]
+    # one thread installs the lines in turn, ahead of the tests: each line's install
+    # (downloads mostly) overlaps the tests of the lines before it
+    installer = ThreadPoolExecutor(max_workers=1)
+    try:
+        installs = [installer.submit(install, line, how, package.wheel) for line, how in runs]
+        failed = [
+            f"{line.airflow} {how}"
+            for (line, how), installing in zip(runs, installs, strict=True)
+            if not test(line, how, installing, args.jobs)
+        ]
+    finally:
+        installer.shutdown(cancel_futures=True)  # on Ctrl-C, no more installs
     if failed:
         print(f"compat: failed on Airflow {', '.join(failed)}", flush=True)
     return 1 if failed else 0
