@@ -129,7 +129,7 @@ class PoolsBackend:
             raise ViewError(
                 f"no fleet {name}; this config's fleet is {self.fleet.config.job_queue}"
             )
-        raise HistoryNotRecorded(name)
+        raise HistoryNotRecorded(name, "the view does not read the recorded history yet")
 
     def _file_digest(self) -> str | None:
         if self.config_path is None:

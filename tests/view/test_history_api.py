@@ -327,8 +327,8 @@ def test_a_pools_fleet_says_its_history_is_not_recorded_yet(tmp_path: Path) -> N
         assert (answer.status_code, answer.json()) == (
             501,
             {
-                "detail": f"the usage history of fleet {name} is recorded by the pool manager; "
-                "not yet available"
+                "detail": f"no usage history of fleet {name} is recorded: the view does not "
+                "read the recorded history yet"
             },
         ), route
     assert client.get("/api/v1/queues/other/history").status_code == 503
