@@ -18,7 +18,9 @@ across it (tasks that ended during it count until the next cycle saw them end).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import and_, delete, func, insert, select, update
@@ -46,6 +48,7 @@ from airflow_quota_provider.core.history import (
     Key,
     PreemptionRecord,
 )
+from airflow_quota_provider.core.history_chart import HistoryReading, Window
 from airflow_quota_provider.core.retention import (
     Retention,
     changes_from,
@@ -331,6 +334,51 @@ class HistoryStore:
         )
 
 
+RECORDED = (
+    "recorded by the pool manager at each cycle, each share with the config in force then; "
+    "hours are hours of each unit's slots (gpu-h for gpu)"
+)
+
+
+STALE_MS = 60_000
+"""A history known until this long before a window's end says so (a manager cycles every
+few seconds)."""
+
+
+class PoolsHistory:
+    """:class:`~airflow_quota_provider.core.history_chart.HistorySource` of a pools fleet:
+    what its manager recorded (:class:`HistoryStore`); "now" is this host's clock.
+
+    :param clock: seconds since the epoch.
+    """
+
+    def __init__(self, store: Store, fleet: Fleet, clock: Callable[[], float] = time.time) -> None:
+        self.history = HistoryStore(store, fleet.config.job_queue, create=False)
+        self.fleet, self._clock = fleet, clock
+        self.clock = "this host's clock"
+
+    def now(self) -> int:
+        return _millis(self._clock())
+
+    def reading(self, window: Window) -> HistoryReading:
+        history, notes = self.history.read(self.fleet, window.since, window.until), [RECORDED]
+        if window.until - history.end > STALE_MS:
+            notes.append(
+                f"known until {_utc(history.end)}, the last cycle recorded: no manager "
+                "has cycled since"
+            )
+        rows = self.history.store.preemptions_between(window.since, window.until)
+        return HistoryReading(
+            queue=self.fleet.config.job_queue,
+            kind="fleet",
+            config=self.fleet.config,
+            history=history,
+            window=window,
+            reasons={(str(row.key), _millis(row.at.timestamp())): row.note for row in rows},
+            notes=tuple(notes),
+        )
+
+
 def preemption_record(fleet: Fleet, row: PreemptionRow) -> PreemptionRecord:
     """A preemption as the history keeps it: the victim's share and unit by its pool (a
     pool the config no longer names stands for itself, of unit ``slot``), the work lost
@@ -366,3 +414,7 @@ def _figures(row: Row[Any]) -> Figures:
 
 def _millis(seconds: float) -> int:
     return round(seconds * 1000)
+
+
+def _utc(millis: int) -> str:
+    return datetime.fromtimestamp(millis / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
