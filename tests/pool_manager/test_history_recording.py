@@ -14,6 +14,7 @@ import pytest
 
 from airflow_quota_provider.airflow_pools.cycle_history import cycle_figures, starts_of
 from airflow_quota_provider.airflow_pools.decide import Stop
+from airflow_quota_provider.airflow_pools.fleet import Fleet
 from airflow_quota_provider.airflow_pools.gateway import AirflowGateway, Credentials
 from airflow_quota_provider.airflow_pools.history_store import HistoryStore, preemption_record
 from airflow_quota_provider.airflow_pools.recording import CycleRecording
@@ -32,6 +33,7 @@ from airflow_quota_provider.core.retention import Retention
 from airflow_quota_provider.core.task_key import TaskKey
 from airflow_quota_provider.exceptions import HistoryNotRecorded
 from airflow_quota_provider.pool_manager.manager import PoolManager
+from tests.core.builders import queue, share
 from tests.pool_manager.fake_http import serving
 from tests.pool_manager.test_decide import key, task
 from tests.pool_manager.test_manager_standing import FLEET, A, B
@@ -323,3 +325,29 @@ def test_each_cycle_of_the_manager_records_and_a_new_manager_goes_on(tmp_path: P
     assert read.end == _ms(T0 + 10)
     assert sorted({c.at for c in read.changes}) == [_ms(T0), _ms(T0 + 5)]
     assert [(s.job_id, s.attempt) for s in read.starts] == [(str(key("a1")), 1)]
+
+
+def test_owned_capacity_is_figured_with_the_config_in_force_and_not_before_the_first_cycle(
+    store: Store,
+) -> None:
+    """A config taken live (b's share grown from 2 to 3 of 5 GPUs at 60 s) counts from
+    the cycle that ran it; nothing is owned before the fleet's first cycle."""
+    grown = Fleet.of(
+        queue(
+            share("a").capacity(gpu=2).lend_and_borrow(),
+            share("b").capacity(gpu=3).lend_and_borrow(),
+            gpu=5,
+        )
+    )
+    history = HistoryStore(store, "gpus")
+    recording = CycleRecording(history)
+    recording.record(FLEET, [], T0 + 30)
+    recording.record(grown, [], T0 + 60)
+    recording.record(grown, [], T0 + 90)
+    read = history.read(FLEET, _ms(T0), _ms(T0 + 90))
+    owned = {k: v["owned"] for k, v in totals(read, T0, T0 + 90).items()}
+    assert owned == {
+        ("a", "gpu"): 2 * 60,
+        ("b", "gpu"): 2 * 30 + 3 * 30,
+        (None, "gpu"): 4 * 30 + 5 * 30,
+    }
