@@ -220,7 +220,7 @@ class HistoryStore:
             .subquery()
         )
         query = (
-            select(CHANGE)
+            select(*_CHANGE_COLUMNS)
             .join(
                 last,
                 and_(table.share == last.c.share, table.unit == last.c.unit, table.at == last.c.at),
@@ -240,7 +240,7 @@ class HistoryStore:
         conditions = [table.fleet == self.fleet, table.at < until]
         if since is not None:
             conditions.append(table.at >= since)
-        query = select(CHANGE).where(*conditions).order_by(table.at, table.id)
+        query = select(*_CHANGE_COLUMNS).where(*conditions).order_by(table.at, table.id)
         return (_change(row) for row in connection.execute(query))
 
     def _buckets(
@@ -252,7 +252,8 @@ class HistoryStore:
             conditions.append(table.end > since)
         if until is not None:
             conditions.append(table.start < until)
-        query = select(BUCKET).where(*conditions).order_by(table.start, table.share, table.unit)
+        query = select(*_BUCKET_COLUMNS).where(*conditions)
+        query = query.order_by(table.start, table.share, table.unit)
         return [_bucket(row) for row in connection.execute(query)]
 
     def _replace_buckets(
@@ -399,17 +400,27 @@ def preemption_record(fleet: Fleet, row: PreemptionRow) -> PreemptionRecord:
     )
 
 
+_CHANGE_COLUMNS = (CHANGE.c.at, CHANGE.c.share, CHANGE.c.unit, *(CHANGE.c[n] for n in NAMES))
+_BUCKET_COLUMNS = (
+    BUCKET.c.start,
+    BUCKET.c.end,
+    BUCKET.c.share,
+    BUCKET.c.unit,
+    *(BUCKET.c[n] for n in NAMES),
+)
+"""The columns read, in this order: rows are taken apart by position (reading a month
+of rows by name took a third of the read)."""
+
+
 def _change(row: Row[Any]) -> Change:
-    return Change(int(row.at), row.share or None, row.unit, _figures(row))
+    cells = tuple(row)
+    return Change(int(cells[0]), cells[1] or None, cells[2], Figures(*map(int, cells[3:])))
 
 
 def _bucket(row: Row[Any]) -> Bucket:
-    return Bucket(int(row.start), int(row.end), row.share or None, row.unit, _figures(row))
-
-
-def _figures(row: Row[Any]) -> Figures:
-    values = row._mapping
-    return Figures(*(int(values[name]) for name in NAMES))
+    cells = tuple(row)
+    figures = Figures(*map(int, cells[4:]))
+    return Bucket(int(cells[0]), int(cells[1]), cells[2] or None, cells[3], figures)
 
 
 def _millis(seconds: float) -> int:
