@@ -27,7 +27,7 @@ error survives pickling with its fields.
     ├── UnknownQueue(LookupError)   no such job queue; .job_queue, .known
     ├── UnknownJob(LookupError)     no such service job; .job_id, .searched
     ├── AmbiguousJob(LookupError)   a name several jobs have; .name, .candidates
-    └── HistoryNotRecorded          no usage history is kept of this fleet yet; .fleet
+    └── HistoryNotRecorded          no usage history is recorded of this fleet yet; .fleet, .why
 """
 
 from __future__ import annotations
@@ -276,14 +276,17 @@ class AmbiguousJob(ViewError, LookupError):
 
 
 class HistoryNotRecorded(ViewError):
-    """The usage history of a pools fleet is to be recorded by its pool manager, which
-    does not record it yet: no history to show or report (the view answers 501)."""
+    """No usage history of a pools fleet is recorded in its pool manager's database yet
+    (``why`` says what is missing): it may come once a manager of this version cycles, so
+    the view answers 503."""
 
-    def __init__(self, fleet: str) -> None:
+    def __init__(self, fleet: str, why: str) -> None:
         self.fleet = fleet
-        super().__init__(
-            f"the usage history of fleet {fleet} is recorded by the pool manager; not yet available"
-        )
+        self.why = why
+        super().__init__(f"no usage history of fleet {fleet} is recorded: {why}")
+
+    def __reduce__(self) -> tuple[type[HistoryNotRecorded], tuple[str, str]]:
+        return (type(self), (self.fleet, self.why))
 
 
 class PollingFailed(ServiceJobError):

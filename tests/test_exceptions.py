@@ -77,7 +77,7 @@ EVERY_ERROR: dict[str, Exception] = {
     "AmbiguousJob": AmbiguousJob(
         "twin", [JobCandidate("id-2", "RUNNING", "q"), JobCandidate("id-1", "FAILED", "q")]
     ),
-    "HistoryNotRecorded": HistoryNotRecorded("gpus"),
+    "HistoryNotRecorded": HistoryNotRecorded("gpus", "no manager cycled yet"),
     "SyncError": SyncError("sync failed"),
     "AwsCallFailed": AwsCallFailed("CreateQuotaShare", "ClientException", "no such queue"),
     "ApplyRefused": ApplyRefused(["delete quota share x", "lower capacity"]),

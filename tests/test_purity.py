@@ -21,6 +21,7 @@ PURE = sorted(
                 "pools.py",
                 "standing.py",
                 "overtaking.py",
+                "cycle_history.py",
             )
         ),
         PACKAGE / "sync" / "changes.py",

@@ -84,6 +84,8 @@ class Stop:
     """When the victim's current try started, if Airflow says."""
     try_number: int = 0
     """The victim's try that is stopped (its external work, if any, is named after it)."""
+    preemptor_pool: str | None = None
+    """The preemptor's pool: its share is the one the preemption is for."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -387,7 +389,8 @@ class _Recorder:
 
     def preempt(self, job: RunningJob, preemption: Preemption, now: float) -> None:
         task = self.tasks[job.id]
-        preemptor = self.tasks[preemption.preemptor].key
+        by = self.tasks[preemption.preemptor]
+        preemptor = by.key
         what = "Failed" if preemption.fails else "Cleared"
         note = (
             f"{what} by the quota pool manager for {preemptor} "
@@ -404,6 +407,7 @@ class _Recorder:
                 task.slots,
                 started=task.start_date,
                 try_number=task.try_number,
+                preemptor_pool=by.pool,
             )
         )
 

@@ -414,6 +414,7 @@ def pool_task(ti: Mapping[str, Any]) -> PoolTask:
         state=TaskState.of(ti.get("state")),
         start_date=_seconds(ti.get("start_date")),
         try_number=int(ti["try_number"]),
+        scheduled_at=_seconds(ti.get("scheduled_when")),
         preemption_retries=overrides.preemption_retries,
         preemptible=overrides.preemptible,
         min_runtime_seconds=overrides.min_runtime_seconds,

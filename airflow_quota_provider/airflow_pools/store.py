@@ -109,6 +109,7 @@ _PREEMPTION = Table(
     Column("started", UtcDateTime(), nullable=True),
     Column("try_number", Integer, nullable=True),
     Column("released_at", UtcDateTime(), nullable=True),
+    Column("preemptor_pool", String(256), nullable=True),
     Index("quota_preemption_task", "run_id", "dag_id", "task_id", "map_index"),
 )
 
@@ -178,6 +179,8 @@ class PreemptionRow(_TaskRecord):
     released_at: datetime | None
     """When the victim's external work was seen gone (``None``: not seen yet, or not
     watched)."""
+    preemptor_pool: str | None = None
+    """The preemptor's pool (``None``: recorded by an earlier version of the manager)."""
 
 
 @dataclass(frozen=True)
@@ -298,6 +301,7 @@ class Store:
                     slots=stop.slots,
                     started=started,
                     try_number=stop.try_number,
+                    preemptor_pool=stop.preemptor_pool,
                 )
             )
 
@@ -342,6 +346,16 @@ class Store:
     def events(self, limit: int = 100) -> list[PreemptionRow]:
         """The latest preemptions, newest first."""
         query = select(_PREEMPTION).order_by(_PREEMPTION.c.id.desc()).limit(limit)
+        return self._read(query, PreemptionRow)
+
+    def preemptions_between(self, since: int, until: int) -> list[PreemptionRow]:
+        """The preemptions made in ``[since, until)`` (epoch ms), oldest first."""
+        table = _PREEMPTION.c
+        query = (
+            select(_PREEMPTION)
+            .where(table.at >= _moment(since), table.at < _moment(until))
+            .order_by(table.at, table.id)
+        )
         return self._read(query, PreemptionRow)
 
     def record_cycle(self, plan: PoolPlan, calls: int, at: datetime) -> None:
@@ -441,6 +455,10 @@ def _make_folder(url: str) -> None:
     path = sqlite_file(url)
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
+
+
+def _moment(millis: int) -> datetime:
+    return datetime.fromtimestamp(millis / 1000, UTC)
 
 
 def now_utc() -> datetime:

@@ -78,6 +78,9 @@ class PoolTask:
     state: TaskState
     start_date: float | None = None
     try_number: int = 0
+    scheduled_at: float | None = None
+    """When its current try was last scheduled (Airflow's ``scheduled_when``, where it
+    says): the start of the try's wait for a slot."""
     preemption_retries: int | None = None
     """The task's own cap on preemptions (``executor_config["quota"]``), if it sets one."""
     preemptible: bool | None = None

@@ -20,7 +20,12 @@ from airflow_quota_provider.airflow_pools import DATABASE_FILE, default_database
 from airflow_quota_provider.airflow_pools import DEFAULT_API_CONN_ID as DEFAULT_CONN_ID
 from airflow_quota_provider.airflow_pools.connection import PASSWORD_VARIABLE, airflow_api
 
-__all__ = ["PASSWORD_VARIABLE", "add_airflow_api_arguments", "airflow_api"]
+__all__ = [
+    "PASSWORD_VARIABLE",
+    "add_airflow_api_arguments",
+    "add_database_argument",
+    "airflow_api",
+]
 
 
 def add_airflow_api_arguments(parser: argparse._ActionsContainer, *, database: bool = True) -> None:
@@ -34,14 +39,19 @@ def add_airflow_api_arguments(parser: argparse._ActionsContainer, *, database: b
     parser.add_argument(
         "--username", help=f"the Airflow user, with the password in ${PASSWORD_VARIABLE}"
     )
-    if not database:
-        return
+    if database:
+        add_database_argument(parser)
+
+
+def add_database_argument(parser: argparse._ActionsContainer) -> None:
+    """``--database``: the pool manager's, which only the manager creates."""
     default = default_database_url()
     parser.add_argument(
         "--database",
         default=default,
-        help="the pool manager's database (SQLAlchemy URL): preemptions and decisions. The "
-        "manager creates it; status, explain and events read the manager's and create "
+        help="the pool manager's database (SQLAlchemy URL): preemptions, decisions and the "
+        "fleet's usage history. The "
+        "manager creates it; status, explain, events and usage read the manager's and create "
         f"nothing. Default sqlite:///$AIRFLOW_HOME/{DATABASE_FILE} from any folder, "
         f"$AIRFLOW_HOME being ~/airflow unless set (here {default}); "
         "postgresql://USER:PASSWORD@HOST:PORT/DB for several managers",

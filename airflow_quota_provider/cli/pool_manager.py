@@ -61,6 +61,13 @@ def add_parser(commands: Any) -> None:
         f"exit 1 (default {START_PATIENCE_SECONDS:g}); a refused login exits at once",
     )
     parser.add_argument(
+        "--history-days",
+        type=_days,
+        help="days the fleet's usage history is kept in the manager's database (default: "
+        "the config's history_days, else 400): its changes for 7 days, 5-minute averages "
+        "until 14, hourly ones after",
+    )
+    parser.add_argument(
         "--once", action="store_true", help="run one cycle, print what it decided, and exit"
     )
     parser.add_argument(
@@ -123,13 +130,21 @@ def _positive_or_zero(text: str) -> float:
     return value
 
 
+def _days(text: str) -> float:
+    return _more_than_zero(text, "days")
+
+
 def _positive(text: str) -> float:
+    return _more_than_zero(text, "seconds")
+
+
+def _more_than_zero(text: str, unit: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected {unit}, got {text!r}") from None
     if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, got {text}")
+        raise argparse.ArgumentTypeError(f"must be more than 0 {unit}, got {text}")
     return value
 
 
@@ -155,6 +170,8 @@ def run(args: argparse.Namespace) -> int:
     from airflow_quota_provider.airflow_pools.fleet import Fleet
     from airflow_quota_provider.airflow_pools.gateway import AirflowGateway
     from airflow_quota_provider.airflow_pools.heartbeat import HeartbeatBoard
+    from airflow_quota_provider.airflow_pools.history_store import HistoryStore
+    from airflow_quota_provider.airflow_pools.recording import CycleRecording
     from airflow_quota_provider.airflow_pools.store import Store
     from airflow_quota_provider.pool_manager.config_watch import ConfigWatch
     from airflow_quota_provider.pool_manager.lease import Lease, database_identity
@@ -189,6 +206,7 @@ def run(args: argparse.Namespace) -> int:
         watch=ConfigWatch(args.config, running),
         heartbeat=board,
         me=me,
+        recording=CycleRecording(HistoryStore(store, config.job_queue), days=args.history_days),
     )
     only_one = store.engine.dialect.name == "sqlite"
     if (only_one or args.once) and not lease.wait_to_lead():

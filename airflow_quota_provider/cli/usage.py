@@ -6,16 +6,21 @@ mean and 95th-percentile total wait (every wait before each start, a job requeue
 after a preemption waits again); preemptions suffered and caused; instance-hours of
 work lost (:func:`~airflow_quota_provider.core.showback.usage_report`).
 
-For an ``aws_batch`` config the history is rebuilt from what AWS keeps of the
-queue's jobs (:mod:`~airflow_quota_provider.aws_batch.history`: today's quota
-shares stand for the past, and jobs AWS no longer lists are not counted); "now"
+Both backends are read through one
+:class:`~airflow_quota_provider.core.history_chart.HistorySource`, as the page reads
+them. For an ``aws_batch`` config the history is rebuilt from what AWS keeps of the
+queue's jobs (:class:`~airflow_quota_provider.view.backend.BatchHistory`: today's
+quota shares stand for the past, and jobs AWS no longer lists are not counted); "now"
 is AWS's clock (the queue snapshot's). Connection: ``--aws-conn-id`` or the usual
 AWS environment, with ``--region`` and ``--endpoint-url`` overrides, as ``status``
-takes them. For an ``airflow_pools`` config the pool manager will record the
-history in its database; it does not yet, and the command says so (exit code 2).
+takes them. For an ``airflow_pools`` config it is what the pool manager recorded in
+its ``--database``
+(:class:`~airflow_quota_provider.airflow_pools.history_store.PoolsHistory`), hours
+being hours of each unit's slots (``gpu-h``); "now" is this host's clock.
 
-Exit codes: 0 done, 1 a config file that cannot be read or a failed AWS call (an
-unknown job queue included), 2 bad options or a pools fleet.
+Exit codes: 0 done, 1 a config file that cannot be read, a failed AWS call (an
+unknown job queue included), or a pools fleet whose database holds no history, 2 bad
+options.
 """
 
 from __future__ import annotations
@@ -30,7 +35,10 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from airflow_quota_provider.cli.airflow_api import add_database_argument
 from airflow_quota_provider.cli.connection import add_aws_arguments
+from airflow_quota_provider.core.history_chart import HistoryReading, HistorySource
+from airflow_quota_provider.core.model import QueueConfig
 from airflow_quota_provider.core.showback import ShareUsage, as_csv
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
@@ -105,102 +113,107 @@ def add_parser(commands: Any) -> None:
     form.add_argument("--csv", action="store_true", help="print CSV with a header row")
     form.add_argument("--json", action="store_true", help="print JSON for scripts")
     add_aws_arguments(usage)
+    add_database_argument(usage)
     usage.set_defaults(handler=run_usage)
 
 
 def run_usage(args: argparse.Namespace) -> int:
     from airflow_quota_provider.aws_batch.errors import AwsCallFailed
     from airflow_quota_provider.config_file import load_config
-    from airflow_quota_provider.core.model import Backend
-    from airflow_quota_provider.exceptions import ConfigError
+    from airflow_quota_provider.exceptions import ConfigError, ViewError
 
     try:
         since = parse_when("--since", args.since)
         until = parse_when("--until", args.until) if args.until else When("now", ago=0)
-        if (since.ago is None) == (until.ago is None):  # else once AWS's clock is read
-            _check_order(since, until, now=0)
+        if (since.ago is None) == (until.ago is None):  # else once the clock is read
+            _check_order(since, until, None)
     except UsageError as error:
         return _fail(str(error), EXIT_USAGE)
     try:
         config = load_config(args.config)
     except ConfigError as error:
         return _fail("; ".join(f"{args.config}: {p}" for p in error.problems), EXIT_ERROR)
-    if config.backend is Backend.AIRFLOW_POOLS:
-        # Not built yet: the pool manager is to record the history in its database.
-        return _fail(
-            f"{args.config} is a pools fleet ({config.job_queue}): its usage history is "
-            "recorded by the pool manager in its database, which does not record it yet; "
-            "no report is available for a pools fleet",
-            EXIT_USAGE,
-        )
     try:
-        rows, start, end = _aws_report(args, config.job_queue, since, until)
+        reading = _read(_source(args, config), since, until)
     except UsageError as error:
         return _fail(str(error), EXIT_USAGE)
-    except (AwsCallFailed, ValueError) as error:
+    except (AwsCallFailed, ViewError, ValueError) as error:
         return _fail(str(error), EXIT_ERROR)
-    print("\n".join(report_lines(rows, config.job_queue, start, end, args)))
+    print("\n".join(report_lines(reading, args)))
     return EXIT_OK
 
 
-def _check_order(since: When, until: When, now: int) -> None:
-    start, end = since.resolve(now), until.resolve(now)
-    if end <= start:
-        raise UsageError(
-            f"--until {until.text!r} ({_utc(end)}) is not after --since {since.text!r} "
-            f"({_utc(start)}): the window must end after it starts"
-        )
+def _source(args: argparse.Namespace, config: QueueConfig) -> HistorySource:
+    """Where the history of ``config``'s queue or fleet comes from."""
+    from airflow_quota_provider.core.model import Backend
 
+    if config.backend is Backend.AIRFLOW_POOLS:
+        from airflow_quota_provider.airflow_pools.fleet import Fleet
+        from airflow_quota_provider.airflow_pools.history_store import PoolsHistory
+        from airflow_quota_provider.airflow_pools.store import Store
 
-def _aws_report(
-    args: argparse.Namespace, job_queue: str, since: When, until: When
-) -> tuple[list[ShareUsage], int, int]:
+        return PoolsHistory(Store(args.database, create=False), Fleet.of(config))
     # Airflow logs its progress to stdout at INFO, which would mix with the report.
     os.environ.setdefault("AIRFLOW__LOGGING__LOGGING_LEVEL", "WARNING")
-    from airflow_quota_provider.aws_batch.clock import now_of
-    from airflow_quota_provider.aws_batch.errors import aws_call
-    from airflow_quota_provider.aws_batch.history import rebuild
-    from airflow_quota_provider.core.showback import usage_report
     from airflow_quota_provider.hooks.batch import BatchQuotaHook
+    from airflow_quota_provider.view.backend import BatchHistory
 
     region = args.region or os.environ.get("AWS_REGION") or None
     hook = BatchQuotaHook(
         aws_conn_id=args.aws_conn_id, region_name=region, endpoint_url=args.endpoint_url
     )
-    with aws_call("DescribeJobQueues, DescribeServiceEnvironments, ListQuotaShares"):
-        config = hook.queue_config(job_queue)
-    with aws_call("GetJobQueueSnapshot"):
-        now = now_of(hook.get_job_queue_snapshot(job_queue))
+    return BatchHistory(hook, config.job_queue)
+
+
+def _check_order(since: When, until: When, now: int | None) -> None:
+    """Refuse a window that ends before it starts; its times shown as given while ``now``
+    is not known yet (two durations before now)."""
+    start, end = since.resolve(now or 0), until.resolve(now or 0)
+    if end <= start:
+        raise UsageError(
+            f"--until {_shown(until, end, now)} is not after --since {_shown(since, start, now)}"
+            ": the window must end after it starts"
+        )
+
+
+def _shown(when: When, at: int, now: int | None) -> str:
+    if now is None and when.ago is not None:
+        return repr(when.text)
+    return f"{when.text!r} ({_utc(at)})"
+
+
+def _read(source: HistorySource, since: When, until: When) -> HistoryReading:
+    from airflow_quota_provider.core.history_chart import between
+
+    now = source.now()
     _check_order(since, until, now)
     # nothing is known after now: a window reaching past it ends there
     start, end = since.resolve(now), min(until.resolve(now), now)
     if start >= now:
         raise UsageError(
-            f"--since {since.text!r} ({_utc(start)}) is not before now by AWS's clock "
+            f"--since {since.text!r} ({_utc(start)}) is not before now by {source.clock} "
             f"({_utc(now)}): nothing is known of that window yet"
         )
-    with aws_call("ListServiceJobs, DescribeServiceJob"):
-        jobs = hook.service_jobs_since(job_queue, start)
-    history = rebuild(config, jobs, start, end)
-    return usage_report(history, start, end), start, end
+    return source.reading(between(start, end))
 
 
-def report_lines(
-    rows: Sequence[ShareUsage], job_queue: str, since: int, until: int, args: argparse.Namespace
-) -> list[str]:
+def report_lines(reading: HistoryReading, args: argparse.Namespace) -> list[str]:
     """The report as ``--csv``, ``--json`` or a table asks."""
+    rows = reading.usage().rows
+    win = reading.window
     if args.csv:
         return [as_csv(rows).rstrip("\n")]
     if args.json:
-        data = {"job_queue": job_queue, "since": since, "until": until}
+        data = {"job_queue": reading.queue, "since": win.since, "until": win.until}
         return [json.dumps({**data, "rows": [asdict(row) for row in rows]}, indent=2)]
-    return text_lines(rows, job_queue, since, until)
+    return text_lines(rows, reading)
 
 
-def text_lines(rows: Sequence[ShareUsage], job_queue: str, since: int, until: int) -> list[str]:
+def text_lines(rows: Sequence[ShareUsage], reading: HistoryReading) -> list[str]:
     from airflow_quota_provider.view.text import table
 
-    title = f"usage of job queue {job_queue} from {_utc(since)} to {_utc(until)}"
+    win = reading.window
+    title = f"usage of {reading.kind} {reading.queue} from {_utc(win.since)} to {_utc(win.until)}"
     if not rows:
         return [title, "no share used, lent or waited in this window"]
     cells = [
@@ -220,8 +233,16 @@ def text_lines(rows: Sequence[ShareUsage], job_queue: str, since: int, until: in
         ]
         for row in rows
     ]
-    note = "hours are instance-hours; waits are each job's total wait before its starts"
-    return [title, *table(COLUMNS, cells), note]
+    return [title, *table(COLUMNS, cells), _hours_note(reading.kind, rows)]
+
+
+def _hours_note(kind: str, rows: Sequence[ShareUsage]) -> str:
+    """What the hours count: AWS Batch's instances, a pools fleet's slots of each unit."""
+    waits = "waits are each job's total wait before its starts"
+    if kind != "fleet":
+        return f"hours are instance-hours; {waits}"
+    units = ", ".join(f"{unit}-h" for unit in sorted({row.unit for row in rows}))
+    return f"hours are hours of each unit's slots ({units}); {waits}"
 
 
 def _hours(value: float) -> str:

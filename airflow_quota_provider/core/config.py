@@ -64,6 +64,7 @@ QUEUE_KEYS: Final = (
     "victim_order",
     "shares",
     "pools",
+    "history_days",
 )
 SHARE_KEYS: Final = (
     "name",
@@ -126,6 +127,10 @@ def parse_config(
     named = [i.get("name") for i in data.get("shares") or () if isinstance(i, Mapping)]
     names = [name for name in named if isinstance(name, str)]
     backend, pools = parse_backend(data, names, sorted(queue or {}), problems)
+    history_days = fields.get("history_days", _DAYS, None)
+    if history_days is not None and backend is not Backend.AIRFLOW_POOLS:
+        message = "history_days is for backend airflow_pools (the pool manager records it)"
+        problems.append(Problem("history_days", f"{message}; this config's is {backend.value}"))
     if backend is Backend.AWS_BATCH:
         for index, item in enumerate(data.get("shares") or ()):
             for key, why in _POOLS_ONLY_SHARE_KEYS.items():
@@ -143,6 +148,7 @@ def parse_config(
         victim_order=VictimOrder(victims),
         backend=backend,
         pools=pools,
+        history_days=None if history_days is None else _plain(history_days),
     )
 
 
@@ -233,6 +239,8 @@ def config_to_dict(config: QueueConfig) -> dict[str, Any]:
         data["backend"] = config.backend.value
     if config.pools:
         data["pools"] = {share: dict(units) for share, units in config.pools.items()}
+    if config.history_days is not None:
+        data["history_days"] = _plain(config.history_days)
     return data
 
 
@@ -453,6 +461,7 @@ def _share_to_dict(share: Share) -> dict[str, Any]:
 
 
 _SECONDS = number(0, of=" of seconds")
+_DAYS = number(0, strict=True, of=" of days")
 _BORROW_LIMIT = aws_integer(UNLIMITED_BORROW, " (-1 = unlimited)")
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Protocol
 
 from airflow_quota_provider.core.history import NAMES, History, PreemptionRecord, series
 from airflow_quota_provider.core.model import QueueConfig
@@ -52,6 +53,11 @@ def window(name: str, now: int) -> Window:
     length, step = RANGES[name]
     start = now - length
     return Window(name, start - start % step, now, step)
+
+
+def between(since: int, until: int) -> Window:
+    """A window of no range (``airflow-quota usage --since --until``), one step long."""
+    return Window("", since, until, max(1, until - since))
 
 
 @dataclass(frozen=True)
@@ -179,6 +185,23 @@ class HistoryReading:
             rows = [row for row in rows if row.share in shares]
         win = self.window
         return UsageAnswer(self.queue, win.range, win.since, win.until, rows, list(self.notes))
+
+
+class HistorySource(Protocol):
+    """Where the usage history of one job queue or fleet comes from: one implementation per
+    backend (AWS Batch rebuilds it from what AWS keeps of its service jobs, a pools fleet's
+    manager records it), read alike by the page, its routes and ``airflow-quota usage``."""
+
+    clock: str
+    """Whose clock :meth:`now` reads, as a message names it (``AWS's clock``)."""
+
+    def now(self) -> int:
+        """Epoch milliseconds by the clock the history is kept by."""
+        ...
+
+    def reading(self, window: Window) -> HistoryReading:
+        """The history over ``window``, with what names its jobs and where it falls short."""
+        ...
 
 
 def chart_of(reading: HistoryReading) -> HistoryChart:

@@ -145,6 +145,9 @@ class QueueConfig:
     pools: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     """With ``airflow_pools``: the Airflow pool of a share's unit, ``pools[share][unit]``,
     where the config names one (others get the default name)."""
+    history_days: float | None = None
+    """With ``airflow_pools``: how many days the pool manager keeps the fleet's usage
+    history (``None``: its default, 400, or its ``--history-days``)."""
     _by_name: dict[str, Share] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

@@ -79,10 +79,10 @@ class Retention:
 def downsample(history: History, now: int, retention: Retention) -> History:
     """``history`` as ``retention`` keeps it at ``now`` (epoch milliseconds)."""
     fine, coarse = _millis(retention.fine_step), _millis(retention.coarse_step)
-    keep_from = _floor(now - _millis(retention.keep), coarse)
+    keep_from = kept_from(now, retention)
     if history.end <= keep_from:
         return History(end=history.end)
-    cut = min(_floor(now - _millis(retention.changes), fine), _floor(history.end, fine))
+    cut = changes_from(history.end, now, retention)
     coarse_until = min(_floor(now - _millis(retention.fine), coarse), _floor(cut, coarse))
     first = bisect.bisect_left(history.changes, cut, key=lambda change: change.at)
     pieces, opening = _pieces(history.changes[:first], cut)
@@ -109,6 +109,29 @@ def downsample(history: History, now: int, retention: Retention) -> History:
         preemptions=tuple(p for p in history.preemptions if p.at >= keep_from),
         starts=tuple(s for s in history.starts if s.at >= keep_from),
     )
+
+
+def kept_from(now: int, retention: Retention) -> int:
+    """The moment before which :func:`downsample` drops everything, events included."""
+    return _floor(now - _millis(retention.keep), _millis(retention.coarse_step))
+
+
+def changes_from(end: int, now: int, retention: Retention) -> int:
+    """The moment from which :func:`downsample` keeps a history known until ``end`` as its
+    changes (those before become buckets): a database that keeps the history reads only
+    what is older to downsample it."""
+    fine = _millis(retention.fine_step)
+    return min(_floor(now - _millis(retention.changes), fine), _floor(end, fine))
+
+
+def for_days(days: float) -> Retention:
+    """The default retention kept ``days`` days in all (``--history-days``): changes and
+    5-minute averages for as long as that allows, hourly ones after."""
+    if not days > 0:
+        raise ValueError(f"history_days must be a positive number of days, got {days}")
+    default = Retention()
+    keep = days * DAY
+    return Retention(changes=min(default.changes, keep), fine=min(default.fine, keep), keep=keep)
 
 
 def _pieces(changes: Iterable[Change], cut: int) -> tuple[dict[Key, list[Piece]], list[Change]]:

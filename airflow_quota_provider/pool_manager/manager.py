@@ -67,11 +67,13 @@ from airflow_quota_provider.airflow_pools.heartbeat import (
 from airflow_quota_provider.airflow_pools.observe import Observed, observe
 from airflow_quota_provider.airflow_pools.overtaking import Overtaking
 from airflow_quota_provider.airflow_pools.pools import PoolSlots
+from airflow_quota_provider.airflow_pools.recording import CycleRecording
 from airflow_quota_provider.airflow_pools.restarting import RestartingWatch
 from airflow_quota_provider.airflow_pools.standing import Standing
 from airflow_quota_provider.airflow_pools.store import Store
 from airflow_quota_provider.airflow_pools.task_mirror import TaskMirror
 from airflow_quota_provider.airflow_pools.tasks import PoolTask, TaskState
+from airflow_quota_provider.core.task_key import TaskKey
 from airflow_quota_provider.pool_manager.config_watch import ConfigRefused, ConfigWatch
 from airflow_quota_provider.pool_manager.lease import Lease
 from airflow_quota_provider.reconciler.reconciler import Reconciler
@@ -131,6 +133,7 @@ class PoolManager:
         heartbeat: HeartbeatBoard | None = None,
         me: Heartbeat | None = None,
         heal_every: float = HEAL_SECONDS,
+        recording: CycleRecording | None = None,
     ) -> None:
         self.fleet = fleet
         self.gateway = gateway
@@ -157,6 +160,8 @@ class PoolManager:
         self._healed = float("-inf")
         self.mirror = TaskMirror(gateway, clock=clock)
         """The task instances as last read, brought up to date by reading what changed."""
+        self.recording = recording
+        """Records the fleet's usage history each cycle (``None``: not recorded)."""
 
     def cycle(self) -> CycleReport:
         """One cycle; :class:`Refused` if Airflow refused one of its changes."""
@@ -208,8 +213,22 @@ class PoolManager:
         self.beat(now, "")
         report = CycleReport(plan, self.gateway.calls - calls, changed)
         self.store.record_cycle(plan, report.calls, _moment(now))
+        self._record(observed, now)
         metrics.emit(fleet_gauges(self.fleet, observed.tasks, plan))
         return report
+
+    def _record(self, observed: Observed, now: float) -> None:
+        """Record the fleet's history as this cycle read it, while this manager leads."""
+        if self.recording is None:
+            return
+        if self.lease is not None and not self.lease.leading():
+            self.recording.forget()  # another may record meanwhile
+            return
+        self.recording.record(self.fleet, observed.tasks, now, self._stopped_at)
+
+    def _stopped_at(self, key: TaskKey) -> int | None:
+        last = self.store.last_preemption(key)
+        return None if last is None else round(last.at.timestamp() * 1000)
 
     def _standing(self) -> tuple[Standing, bool]:
         """The kept state, and whether this cycle rebuilds it to heal (a new state, for a
@@ -218,6 +237,8 @@ class PoolManager:
         if self.standing is None or self.standing.fleet is not self.fleet:
             self.standing = Standing(self.fleet)
             self.mirror.forget()  # built from a full read
+            if self.recording is not None:  # goes on from what the database holds
+                self.recording.forget()
             self._healed = monotonic
             return self.standing, False
         if monotonic - self._healed < self.heal_every:

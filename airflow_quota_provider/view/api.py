@@ -41,7 +41,6 @@ from airflow_quota_provider.core.views import (
 )
 from airflow_quota_provider.exceptions import (
     AmbiguousJob,
-    HistoryNotRecorded,
     UnknownJob,
     UnknownQueue,
     ViewError,
@@ -295,8 +294,6 @@ def _answer(call: Callable[[], T]) -> T:
         raise HTTPException(409, str(error)) from error
     except AwsCallFailed as error:
         raise HTTPException(502, str(error)) from error
-    except HistoryNotRecorded as error:  # not built yet: no retry makes it answer
-        raise HTTPException(501, str(error)) from error
     except ViewError as error:  # e.g. no pool manager database yet: it may come
         raise HTTPException(503, str(error)) from error
 

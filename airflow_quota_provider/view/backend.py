@@ -35,7 +35,7 @@ from airflow_quota_provider.aws_batch.history import rebuild
 from airflow_quota_provider.aws_batch.queue_view import AwsReading, build, dispatch_order, job_view
 from airflow_quota_provider.aws_batch.statuses import HOLDING_STATUSES, TERMINAL_STATUSES
 from airflow_quota_provider.aws_batch.translate import queue_config_from_aws
-from airflow_quota_provider.core.history_chart import HistoryReading, window
+from airflow_quota_provider.core.history_chart import HistoryReading, Window, window
 from airflow_quota_provider.core.model import QueueConfig
 from airflow_quota_provider.core.views import Explanation, QueueSummary, QueueView
 from airflow_quota_provider.exceptions import AmbiguousJob, JobCandidate, UnknownJob, UnknownQueue
@@ -81,6 +81,57 @@ class QuotaBackend(Protocol):
         """One queue's usage history over the last ``range_name`` (a key of
         :data:`~airflow_quota_provider.core.history_chart.RANGES`)."""
         ...
+
+
+class BatchHistory:
+    """:class:`~airflow_quota_provider.core.history_chart.HistorySource` of an AWS Batch
+    job queue: rebuilt from its service jobs
+    (:func:`~airflow_quota_provider.aws_batch.history.rebuild`), today's quota shares
+    standing for the past; "now" is AWS's clock (the queue snapshot's).
+
+    :param job_queue: the queue's name or ARN; ``name`` how the reading names it.
+    """
+
+    def __init__(self, hook: BatchQuotaHook, job_queue: str, name: str | None = None) -> None:
+        self.hook, self.job_queue, self.name = hook, job_queue, name or job_queue
+        self.clock = "AWS's clock"
+        self._config: QueueConfig | None = None
+
+    def config(self) -> QueueConfig:
+        """The queue's quota shares and capacity, read once (an unknown queue fails here)."""
+        if self._config is None:
+            with _aws("DescribeJobQueues, DescribeServiceEnvironments, ListQuotaShares"):
+                self._config = self.hook.queue_config(self.job_queue)
+        return self._config
+
+    def now(self) -> int:
+        self.config()  # an unknown queue is named as such, not as a snapshot refused
+        with _aws("GetJobQueueSnapshot"):
+            return now_of(self.hook.get_job_queue_snapshot(self.job_queue))
+
+    def reading(self, window: Window) -> HistoryReading:
+        return self.read(self.config(), window)
+
+    def read(self, config: QueueConfig, window: Window) -> HistoryReading:
+        """:meth:`reading` with the queue's ``config`` already read: one ``ListServiceJobs``
+        per status, then one ``DescribeServiceJob`` per job that ran in the window."""
+        with _aws("ListServiceJobs, DescribeServiceJob"):
+            jobs = self.hook.service_jobs_since(self.job_queue, window.since)
+        return HistoryReading(
+            queue=self.name,
+            kind="job queue",
+            config=config,
+            history=rebuild(config, jobs, window.since, window.until),
+            window=window,
+            names={str(job["jobId"]): str(job.get("jobName") or "") for job in jobs},
+            reasons={
+                (str(job["jobId"]), int(attempt["stoppedAt"])): str(attempt["statusReason"])
+                for job in jobs
+                for attempt in job.get("attempts") or ()
+                if attempt.get("stoppedAt") and attempt.get("statusReason")
+            },
+            notes=(REBUILT,),
+        )
 
 
 @dataclass
@@ -164,23 +215,8 @@ class BatchBackend:
             if kept is not None and kept[0] > self._clock():
                 return kept[1]
             win = window(range_name, entry.view.now)
-            with _aws("ListServiceJobs, DescribeServiceJob"):
-                jobs = self.hook.service_jobs_since(entry.view.arn, win.since)
-            reading = HistoryReading(
-                queue=entry.view.name,
-                kind=entry.view.kind,
-                config=entry.config,
-                history=rebuild(entry.config, jobs, win.since, win.until),
-                window=win,
-                names={str(job["jobId"]): str(job.get("jobName") or "") for job in jobs},
-                reasons={
-                    (str(job["jobId"]), int(attempt["stoppedAt"])): str(attempt["statusReason"])
-                    for job in jobs
-                    for attempt in job.get("attempts") or ()
-                    if attempt.get("stoppedAt") and attempt.get("statusReason")
-                },
-                notes=(REBUILT,),
-            )
+            history = BatchHistory(self.hook, entry.view.arn, entry.view.name)
+            reading = history.read(entry.config, win)
             self._histories[key] = (self._clock() + max(self.ttl, HISTORY_TTL), reading)
             return reading
 

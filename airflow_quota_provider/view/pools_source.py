@@ -31,6 +31,7 @@ from airflow_quota_provider.airflow_pools.fleet import Fleet
 from airflow_quota_provider.airflow_pools.gateway import AirflowGateway
 from airflow_quota_provider.airflow_pools.health import health
 from airflow_quota_provider.airflow_pools.heartbeat import HeartbeatBoard, config_digest
+from airflow_quota_provider.airflow_pools.history_store import PoolsHistory
 from airflow_quota_provider.airflow_pools.observe import observe
 from airflow_quota_provider.airflow_pools.store import PreemptionRow, Store
 from airflow_quota_provider.airflow_pools.task_history import TaskHistory, task_durations, task_of
@@ -38,7 +39,7 @@ from airflow_quota_provider.airflow_pools.tasks import PoolTask, TaskState
 from airflow_quota_provider.aws_batch.job_views import PREEMPTING, task_link
 from airflow_quota_provider.core import QueueState, Wait
 from airflow_quota_provider.core.durations import DurationEstimate
-from airflow_quota_provider.core.history_chart import HistoryReading
+from airflow_quota_provider.core.history_chart import HistoryReading, window
 from airflow_quota_provider.core.predictions import predict
 from airflow_quota_provider.core.task_key import TaskKey
 from airflow_quota_provider.core.victims import next_victims
@@ -52,7 +53,7 @@ from airflow_quota_provider.core.views import (
     TaskLink,
     UnitCapacity,
 )
-from airflow_quota_provider.exceptions import HistoryNotRecorded, ViewError
+from airflow_quota_provider.exceptions import ViewError
 from airflow_quota_provider.view.explain import explain
 
 _STATUS = {
@@ -124,12 +125,15 @@ class PoolsBackend:
         return view
 
     def usage_history(self, name: str, range_name: str) -> HistoryReading:
-        """Not yet: the pool manager is to record a fleet's history in its database."""
+        """What the pool manager recorded
+        (:class:`~airflow_quota_provider.airflow_pools.history_store.PoolsHistory`);
+        :class:`~airflow_quota_provider.exceptions.HistoryNotRecorded` before it has."""
         if name != self.fleet.config.job_queue:
             raise ViewError(
                 f"no fleet {name}; this config's fleet is {self.fleet.config.job_queue}"
             )
-        raise HistoryNotRecorded(name)
+        source = PoolsHistory(self.store, self.fleet, self.clock)
+        return source.reading(window(range_name, source.now()))
 
     def _file_digest(self) -> str | None:
         if self.config_path is None:

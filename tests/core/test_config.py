@@ -42,7 +42,7 @@ SHARE_KEYS = (
 )
 QUEUE_KEYS = (
     "backend, job_queue, capacity, idle_assignment, min_runtime_seconds, victim_order, shares, "
-    "pools"
+    "pools, history_days"
 )
 
 BASE: dict[str, Any] = {
@@ -273,6 +273,20 @@ QUEUE_CASES: dict[str, tuple[object, list[tuple[str, str]]]] = {
     "an unknown top-level key like nothing allowed": (
         config(owner="team-ml"),
         [("owner", f"unknown key owner; allowed keys: {QUEUE_KEYS}")],
+    ),
+    "history_days with aws_batch": (
+        config(history_days=30),
+        [
+            (
+                "history_days",
+                "history_days is for backend airflow_pools (the pool manager records it); "
+                "this config's is aws_batch",
+            )
+        ],
+    ),
+    "history_days is not positive": (
+        config(backend="airflow_pools", history_days=0),
+        [("history_days", "must be a number of days > 0, got 0")],
     ),
     "job_queue is missing": (
         config(job_queue=DROP),
@@ -803,3 +817,9 @@ DEMAND_CASES: dict[str, tuple[object, list[tuple[str, str]]]] = {
 def test_check_demand(value: object, want: list[tuple[str, str]]) -> None:
     found = check_demand(value, "jobs[0].demand", parse_config(FULL))
     assert [(p.path, p.message) for p in found] == want
+
+
+def test_a_pools_fleet_keeps_its_history_for_history_days() -> None:
+    parsed = parse_config(config(backend="airflow_pools", history_days=30))
+    assert parsed.history_days == 30
+    assert parse_config(config_to_dict(parsed)) == parsed

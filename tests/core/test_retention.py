@@ -16,7 +16,7 @@ from airflow_quota_provider.core.history import (
     Key,
     series,
 )
-from airflow_quota_provider.core.retention import DAY, Retention, downsample
+from airflow_quota_provider.core.retention import DAY, Retention, downsample, for_days
 
 T0 = 1_795_996_800_000
 """2026-11-30 00:00:00 UTC, in epoch milliseconds: on every grid."""
@@ -128,3 +128,25 @@ def test_downsampling_preserves_integrals_exactly(
     assert coarse_cells(twice, retention, now + later) == coarse_cells(
         history, retention, now + later
     )
+
+
+@pytest.mark.parametrize(
+    ("days", "want"),
+    [
+        pytest.param(400, Retention(), id="400 days: the default"),
+        pytest.param(30, Retention(keep=30 * DAY), id="30 days: changes 7, 5-minute until 14"),
+        pytest.param(
+            3, Retention(changes=3 * DAY, fine=3 * DAY, keep=3 * DAY), id="3 days: all changes"
+        ),
+    ],
+)
+def test_history_days_keep_the_finer_resolutions_as_long_as_they_fit(
+    days: float, want: Retention
+) -> None:
+    assert for_days(days) == want
+
+
+@pytest.mark.parametrize("days", [0, -1, float("nan")])
+def test_history_days_must_be_positive(days: float) -> None:
+    with pytest.raises(ValueError, match="history_days must be a positive number of days"):
+        for_days(days)

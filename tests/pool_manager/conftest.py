@@ -13,6 +13,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Row
 
 from airflow_quota_provider.airflow_pools.database import engine_for
+from airflow_quota_provider.airflow_pools.store import Store
 from airflow_quota_provider.demo.airflow_api import AirflowApi, AirflowApiError
 from airflow_quota_provider.demo.processes import Processes, wait_for
 from airflow_quota_provider.demo.stack import Stack, StackSettings
@@ -27,6 +28,21 @@ _REDIS_CLAIM = "airflow-quota-test:claimed-by"
 def locks(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The folder of the GPU lock files of ``dags/pools_locks.py``."""
     return tmp_path_factory.mktemp("gpu-locks")
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    """The manager's records on SQLite, and on a fresh database of the local PostgreSQL
+    (skipped without one)."""
+    if request.param == "sqlite":
+        yield Store(f"sqlite:///{tmp_path / 'manager.db'}")
+        return
+    for url in postgres_database():
+        if url is None:
+            pytest.skip("no PostgreSQL answers at 127.0.0.1:5432")
+        made = Store(plain(url))
+        yield made
+        made.engine.dispose()
 
 
 @pytest.fixture(scope="module")

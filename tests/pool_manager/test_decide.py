@@ -144,6 +144,7 @@ def test_an_owner_reclaims_its_pool_shrinks_nothing_else_opens_until_the_victim_
             ),
             slots=6,
             started=5,
+            preemptor_pool=NLP,
         ),
     )
     assert plan.waiting[key("n")].code is WaitCode.PREEMPTION_IN_PROGRESS

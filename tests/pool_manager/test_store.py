@@ -2,35 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
-
-import pytest
 
 from airflow_quota_provider.airflow_pools.decide import Stop, decide
 from airflow_quota_provider.airflow_pools.store import Store
 from airflow_quota_provider.core import PreemptionKind
 from airflow_quota_provider.core.task_key import TaskKey
 from tests.pool_manager.test_decide import FLEET, NLP, RESTARTING, RUNNING, VISION, key, task
-from tests.postgres import plain, postgres_database
 
 AT = datetime(2026, 12, 3, 7, 0, tzinfo=UTC)
 VICTIM, URGENT = TaskKey("d", "r1", "low"), TaskKey("d", "r1", "urgent", 3)
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    if request.param == "sqlite":
-        yield Store(f"sqlite:///{tmp_path / 'manager.db'}")
-        return
-    for url in postgres_database():
-        if url is None:
-            pytest.skip("no PostgreSQL answers at 127.0.0.1:5432")
-        store = Store(plain(url))
-        yield store
-        store.engine.dispose()
 
 
 def stop(key: TaskKey, fails: bool = False) -> Stop:

@@ -67,8 +67,8 @@ def test_the_names_can_be_given() -> None:
                 "service_enviroment",
                 "unknown key service_enviroment (did you mean service_environment?); allowed "
                 "keys: backend, job_queue, capacity, idle_assignment, min_runtime_seconds, "
-                "victim_order, shares, pools, service_environment, scheduling_policy, "
-                "job_queue_priority",
+                "victim_order, shares, pools, history_days, service_environment, "
+                "scheduling_policy, job_queue_priority",
             ),
         ),
     ],

@@ -1,6 +1,7 @@
 """The history and usage routes of the GPU Quotas API, on the story of
 ``tests/history/test_usage_story.py`` (borrowing, a reclaim, an in-share preemption)
-read through Airflow's API server app, and on a pools fleet (not recorded yet: 501).
+read through Airflow's API server app (a pools fleet's recorded history:
+``test_pools_history.py``).
 
 The endpoint's clock reads T0 + 2 h when the story ends, so the last 6 h are 4 h before
 the story, in which both shares own 4 p4d and leave them idle, then the story's 2 h.
@@ -13,7 +14,6 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -307,28 +307,3 @@ def test_a_rebuilt_history_is_kept_per_range(
     assert first.window == window("6h", ms(END))
     now[0] = HISTORY_TTL + 1
     assert backend.usage_history(QUEUE, "6h") is not first
-
-
-def test_a_pools_fleet_says_its_history_is_not_recorded_yet(tmp_path: Path) -> None:
-    from airflow_quota_provider.airflow_pools.fleet import Fleet
-    from airflow_quota_provider.airflow_pools.gateway import AirflowGateway, Credentials
-    from airflow_quota_provider.airflow_pools.store import Store
-    from airflow_quota_provider.config_file import load_config
-    from airflow_quota_provider.view.api import create_app
-    from airflow_quota_provider.view.pools_source import PoolsBackend
-
-    fleet = Fleet.of(load_config(Path(__file__).parents[1] / "pool_manager" / "fleet.yaml"))
-    gateway = AirflowGateway("http://127.0.0.1:9", Credentials("nobody", "unused"))
-    backend = PoolsBackend(fleet, gateway, Store(f"sqlite:///{tmp_path / 'm.db'}"))
-    client = TestClient(create_app(lambda: backend, lambda: None))
-    name = fleet.config.job_queue
-    for route in ("history?range=7d", "usage", "usage?format=csv"):
-        answer = client.get(f"/api/v1/queues/{name}/{route}")
-        assert (answer.status_code, answer.json()) == (
-            501,
-            {
-                "detail": f"the usage history of fleet {name} is recorded by the pool manager; "
-                "not yet available"
-            },
-        ), route
-    assert client.get("/api/v1/queues/other/history").status_code == 503

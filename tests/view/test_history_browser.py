@@ -143,7 +143,7 @@ def test_the_charts_follow_airflows_dark_theme(
     assert background == "rgb(26, 32, 44)"
 
 
-def test_a_pools_fleet_says_its_history_is_not_recorded_yet(
+def test_a_pools_fleet_whose_database_holds_no_history_says_so(
     browser: Any,  # noqa: F811
     fleet_api_server: str,  # noqa: F811
 ) -> None:
@@ -152,8 +152,10 @@ def test_a_pools_fleet_says_its_history_is_not_recorded_yet(
     page.goto(f"{fleet_api_server}/quota/")
     message = page.locator("#history-message")
     message.wait_for()
-    assert message.inner_text() == (
-        "501: the usage history of fleet gpus is recorded by the pool manager; not yet available"
+    assert message.inner_text() == (  # the fixture's database was made without the history
+        "503: no usage history of fleet gpus is recorded: its pool manager's database lacks "
+        "the history's tables (quota_history_bucket, quota_history_change, quota_history_mark, "
+        "quota_history_start): a manager of this version adds them when it starts"
     )
     assert page.locator("#history-body").is_hidden()
     assert page.locator("#history [data-chart]").count() == 0

@@ -88,7 +88,7 @@ function shareChart(found, series, marks) {
   const raw = [null, ...layers.map((l) => l.values), series.owned, series.waiting];
   plot(box, {
     bands,
-    axes: axes("instances"),
+    axes: axes(found.kind === "fleet" ? `${series.unit} slots` : "instances"),
     series: [{}, ...layers.map((l) => ({ label: l.label, stroke: color[l.key], fill: color[l.key], width: 0, points: { show: false }, paths: steps,
       value: (u, v, si, i) => fixed(i === null ? null : raw[si][i]) })),
     { label: "owned", stroke: css("--ink"), width: 1.5, points: { show: false }, paths: steps },
@@ -131,7 +131,8 @@ function daysChart(found) {
   const times = found.days.map((d) => d.start / 1000);
   const minutes = (key) => found.days.map((d) => (d[key] === null ? null : d[key] / 60));
   const lost = found.days.map((d) => Object.values(d.hours_lost).reduce((a, b) => a + b, 0));
-  const labels = ["wait p50 (min)", "wait p95 (min)", "instance-hours lost"];
+  const lostLabel = found.kind === "fleet" ? `${unitHours(found)} lost` : "instance-hours lost";
+  const labels = ["wait p50 (min)", "wait p95 (min)", lostLabel];
   const box = chartBox("days", "Per day (UTC)", labels, times.length);
   $("history-days").append(box);
   const bars = uPlot.paths.bars({ size: [0.5, 40] });
@@ -168,9 +169,15 @@ function clearCharts() {
 
 let lastHistory = null;
 
+// A pools fleet counts its units' slots: hours of a unit are gpu-h for gpu.
+function unitHours(found) {
+  return found.fleet.map((f) => `${f.unit}-h`).join(", ") || "hours";
+}
+
 function drawHistory(found) {
   lastHistory = found;
   clearCharts();
+  $("usage-units").textContent = found.kind === "fleet" ? `(${unitHours(found)} over the range)` : "(instance-hours over the range)";
   const step = duration(found.step);
   $("history-span").textContent = `(${when(found.since)} to ${when(found.until)}, average per ${step})`;
   $("history-notes").textContent = found.notes.join("; ");
@@ -203,7 +210,7 @@ async function readHistory() {
     drawHistory(found);
     drawUsage(usage.rows);
   } catch (error) {
-    // e.g. 501 for a pools fleet: its history is not recorded yet
+    // e.g. 503 for a pools fleet whose manager has not recorded its history yet
     clearCharts();
     drawUsage([]);
     $("history-body").hidden = true;
