@@ -9,6 +9,9 @@ it, so every decision is the same on every run:
 - nlp fine-tunes on the 8 p4d it owns: AWS reclaims the 4 lent to vision by
   preempting vision's job, which later resumes from its checkpoint;
 - research's urgent release evaluation preempts research's own sweep.
+
+Time: about 1 min on 2 cores (``tests/DURATIONS.md``): mostly its stack of real Airflow
+processes (setup), then the story at the endpoint's accelerated clock.
 """
 
 from __future__ import annotations

@@ -233,19 +233,24 @@ def test_a_task_waiting_behind_another_gets_a_start_from_its_tasks_history(stack
     second = trigger(api, "pools_vision", seconds=1)
     wait_state(stack, "pools_vision", second, "scheduled", "the second vision task to wait")
 
-    def predicted() -> tuple[dict[str, Any], dict[str, Any]]:
+    def predicted() -> tuple[dict[str, Any], dict[str, Any] | None]:
         queue = api.get("/quota/api/v1/queues/gpus")
         waiting = api.get("/quota/api/v1/queues/gpus/jobs?state=waiting")
-        job = next(j for j in waiting if j["job_id"] == f"pools_vision/{second}/train")
+        job = next((j for j in waiting if j["job_id"] == f"pools_vision/{second}/train"), None)
         return queue, job
 
-    # an earlier read may have found no successful run yet: that empty history is kept
-    # 30 s and the page's view 15 s, so the forecast rests on the history within a minute
+    def settled(job: dict[str, Any] | None) -> bool:
+        return job is not None and not (job["predicted_start"] or {}).get("guess", True)
+
+    # an earlier read may have found no successful run yet, or not the second task yet:
+    # that empty history is kept 30 s and the page's view 15 s, so the forecast rests on
+    # the history within a minute
     deadline = time.monotonic() + 90
     queue, job = predicted()
-    while (job["predicted_start"] or {}).get("guess", True) and time.monotonic() < deadline:
+    while not settled(job) and time.monotonic() < deadline:
         time.sleep(5)
         queue, job = predicted()
+    assert job is not None, "the second vision task never showed as waiting"
     start = job["predicted_start"]
     assert start is not None and start["likely"] is not None, job
     assert [w["job_id"] for w in start["waits_for"]] == [f"pools_vision/{first}/train"], start

@@ -4,6 +4,9 @@
 what the charts drew. Skipped, saying why, without ``/usr/bin/chromium``.
 
 Saves what a person sees to ``docs/history.png`` with ``UPDATE_SCREENSHOT=1``.
+
+Time: about 1 min on 2 cores (``tests/DURATIONS.md``): each test starts its own api-server
+(15-20 s) and a browser.
 """
 
 from __future__ import annotations
