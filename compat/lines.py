@@ -32,9 +32,8 @@ the tests import the installed wheel, never the source tree (``tests/conftest.py
 checks it when ``AIRFLOW_QUOTA_INSTALLED`` is set).
 
 One thread installs the lines' virtualenvs in turn ahead of the tests, so a line's install
-overlaps the tests of the lines before it. Each run starts with the longest test modules
-(``--longest-first``, by ``tests/DURATIONS.md``): the SageMaker training story, the longest,
-would otherwise start last. It prints how long each run took, and exits 1 if any failed.
+overlaps the tests of the lines before it. It prints how long each run took, and exits 1
+if any failed.
 """
 
 from __future__ import annotations
@@ -246,9 +245,7 @@ def test(line: Line, how: str, installing: Future[float], jobs: int) -> bool:
     env.pop("PYTHONPATH", None)
     command = [str(venv / "bin" / "pytest"), "-p", "no:cacheprovider", "--import-mode=append"]
     if jobs > 1:
-        # the long stories first, the short modules around them (tests/conftest.py)
-        command += ["-n", str(jobs), "--dist", "loadfile", "--no-loadscope-reorder"]
-    command.append("--longest-first")
+        command += ["-n", str(jobs), "--dist", "loadfile"]
     if line.deselect:
         print(f"compat: Airflow {line.airflow}: leaving out {len(line.deselect)} tests: {line.why}")
     deselected = [f"--deselect={test}" for test in line.deselect]

@@ -41,26 +41,6 @@ def module_seconds(profile: Path = DURATIONS) -> dict[str, float]:
     return seconds
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption(
-        "--longest-first",
-        action="store_true",
-        help="run the modules the profile (tests/DURATIONS.md) measured longest first; with "
-        "pytest-xdist give --dist loadfile --no-loadscope-reorder too",
-    )
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """With ``--longest-first``, the longest modules first (by ``tests/DURATIONS.md``), each
-    module's tests in their order: the compatibility runs' two test processes start with
-    the long stories, and the short modules fill in around them. pytest-xdist would put
-    the modules with the most tests first, so the two-test SageMaker story started last.
-    ``make test`` keeps xdist's order (``tests/DURATIONS.md`` says why)."""
-    if config.getoption("longest_first"):
-        seconds = module_seconds()
-        items.sort(key=lambda item: -seconds.get(item.nodeid.split("::")[0], 0.0))
-
-
 def pytest_sessionstart(session: pytest.Session) -> None:
     """Where the provider is installed for a compatibility run (``compat/lines.py`` sets
     ``AIRFLOW_QUOTA_INSTALLED`` to its virtualenv), the tests must import that install,
