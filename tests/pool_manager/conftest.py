@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -75,6 +76,25 @@ def leader(stack: Stack, managers_db: str) -> str | None:
         return None
     pid = int(str(rows[0][0]).split(":")[1])
     return next((n for n, m in stack.processes.started.items() if m.popen.pid == pid), None)
+
+
+def kill_the_leader(stack: Stack, managers_db: str) -> tuple[str, float]:
+    """SIGKILL the manager that leads, wait for another to take over, and start the killed
+    one again as the standby; its name and the seconds the take-over took."""
+    wait_for("a leader", lambda: leader(stack, managers_db) is not None, 30)
+    victim = leader(stack, managers_db)
+    assert victim is not None
+    killed = time.monotonic()
+    stack.processes.kill(victim)
+    wait_for(
+        "the standby to take over",
+        lambda: leader(stack, managers_db) not in (None, victim),
+        30,
+        every=0.1,
+    )
+    took = time.monotonic() - killed
+    stack.processes.restart(victim)
+    return victim, took
 
 
 def redis_database() -> Iterator[str]:

@@ -49,7 +49,7 @@ from airflow_quota_provider.demo.stack import Stack
 from airflow_quota_provider.hooks.sagemaker import PREEMPTED_TAG
 from tests.pool_manager.conftest import (
     HERE,
-    leader,
+    kill_the_leader,
     managed_stack,
     query,
     redis_database,
@@ -272,19 +272,8 @@ class Chaos:
         self.done: list[str] = []
 
     def kill_the_leading_manager(self) -> None:
-        wait_for("a leader", lambda: leader(self.stack, self.managers_db) is not None, 30)
-        victim = leader(self.stack, self.managers_db)
-        assert victim is not None
-        killed = time.monotonic()
-        self.stack.processes.kill(victim)
-        wait_for(
-            "the standby to take over",
-            lambda: leader(self.stack, self.managers_db) not in (None, victim),
-            30,
-            every=0.1,
-        )
-        self.takeovers.append(time.monotonic() - killed)
-        self.stack.processes.restart(victim)  # it comes back as the standby
+        victim, took = kill_the_leader(self.stack, self.managers_db)
+        self.takeovers.append(took)
         self.done.append(f"SIGKILL {victim} (leading)")
 
     def kill_a_worker(self, name: str = "worker-a") -> None:

@@ -37,7 +37,7 @@ from airflow_quota_provider.demo.processes import wait_for
 from airflow_quota_provider.demo.stack import Stack
 from tests.pool_manager.conftest import (
     HERE,
-    leader,
+    kill_the_leader,
     managed_stack,
     query,
     trigger,
@@ -78,25 +78,6 @@ def stack(
             yield stack
 
 
-def kill_the_leader(stack: Stack, managers_db: str) -> float:
-    """SIGKILL the leading manager and start it again as the standby once the other has
-    taken over; the seconds the take-over took."""
-    wait_for("a leader", lambda: leader(stack, managers_db) is not None, 30)
-    victim = leader(stack, managers_db)
-    assert victim is not None
-    killed = time.monotonic()
-    stack.processes.kill(victim)
-    wait_for(
-        "the standby to take over",
-        lambda: leader(stack, managers_db) not in (None, victim),
-        30,
-        every=0.1,
-    )
-    took = time.monotonic() - killed
-    stack.processes.restart(victim)
-    return took
-
-
 def test_no_task_finds_its_gpus_taken_and_the_standby_takes_over_within_two_cycles(
     stack: Stack, locks: Path, managers_db: str
 ) -> None:
@@ -115,7 +96,7 @@ def test_no_task_finds_its_gpus_taken_and_the_standby_takes_over_within_two_cycl
         triggered.append((f"locks_{team}", trigger(api, f"locks_{team}", seconds)))
         time.sleep(15 if len(triggered) == 4 else shuffle.choice([0, 0.5, 1, 3]))
         if len(triggered) in kill_after:
-            takeovers.append(kill_the_leader(stack, managers_db))
+            takeovers.append(kill_the_leader(stack, managers_db)[1])
 
     def finished() -> bool:
         states = [api.run_state(dag_id, run_id) for dag_id, run_id in triggered]
