@@ -22,6 +22,7 @@ PURE = sorted(
                 "standing.py",
                 "overtaking.py",
                 "cycle_history.py",
+                "unanswered.py",
             )
         ),
         PACKAGE / "sync" / "changes.py",

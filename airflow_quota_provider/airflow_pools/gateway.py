@@ -87,13 +87,14 @@ class AirflowGateway:
         credentials: Credentials,
         *,
         timeout: float = 30.0,
-        write_timeout: float | None = None,
+        write_budget: Callable[[], float] | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.rest = RestSession(base_url, credentials, timeout=timeout, clock=clock)
-        self.write_timeout = timeout if write_timeout is None else write_timeout
-        """The longest a change (a pool, a clear, a fail) may take: under a lease, what
-        keeps a manager's last change inside its lease."""
+        self.write_budget = write_budget
+        """The seconds a change (a pool, a clear, a fail) started now may take, its login
+        and a second try after a 401 included (``None``: ``timeout``). Under a lease, its
+        time left: what keeps a manager's last change inside its lease."""
         self._last_total = 0
         self._executor: ThreadPoolExecutor | None = None
         self._version: Version | None = None
@@ -389,7 +390,8 @@ class AirflowGateway:
         body: dict[str, Any] | None = None,
         query: dict[str, Any] | None = None,
     ) -> None:
-        self.rest.call(what, method, route, body=body, query=query, timeout=self.write_timeout)
+        budget = self.rest.timeout if self.write_budget is None else self.write_budget()
+        self.rest.call(what, method, route, body=body, query=query, timeout=budget)
 
 
 def _task_route(key: TaskKey) -> str:

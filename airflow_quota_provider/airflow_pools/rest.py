@@ -140,13 +140,18 @@ class RestSession:
     ) -> tuple[Any, float | None]:
         """As :meth:`call`, with the api-server's own time of the answer (its HTTP ``Date``,
         seconds since the epoch, ``None`` if it sent none): Airflow stamps its rows with the
-        clocks of its own hosts, not the manager's."""
-        token = self._authorized()
-        answer = self._send(what, method, route, body, query, timeout, token)
+        clocks of its own hosts, not the manager's.
+
+        ``timeout`` (default: the session's) bounds the whole call: a login it needs and a
+        second try after a 401 come out of the same seconds."""
+        budget = _Budget(self.timeout if timeout is None else timeout)
+        token = self._authorized(what, budget)
+        answer = self._send(what, method, route, body, query, budget, token)
         if answer.status == 401:  # the token was revoked or the clock is off: once more
             with self._lock:
                 self._expires = 0.0
-            answer = self._send(what, method, route, body, query, timeout, self._authorized())
+            token = self._authorized(what, budget)
+            answer = self._send(what, method, route, body, query, budget, token)
         if answer.status >= 300:
             raise GatewayError(what, _detail(answer), answer.status)
         date = _date(answer.headers.get("Date"))
@@ -171,7 +176,7 @@ class RestSession:
         route: str,
         body: Mapping[str, Any] | None,
         query: Mapping[str, Any] | None,
-        timeout: float | None,
+        budget: _Budget,
         token: str,
     ) -> urllib3.BaseHTTPResponse:
         with self._lock:
@@ -185,7 +190,7 @@ class RestSession:
                 url,
                 json=body,
                 headers={"Authorization": f"Bearer {token}", "Accept": "application/json"},
-                timeout=self.timeout if timeout is None else timeout,
+                timeout=budget.left(what),
             )
         except (urllib3.exceptions.HTTPError, OSError) as error:
             raise GatewayError(what, self._unreachable(error)) from None
@@ -193,19 +198,19 @@ class RestSession:
     def _unreachable(self, error: Exception) -> str:
         return f"Airflow's API at {self.base_url} is unreachable ({error})"
 
-    def _authorized(self) -> str:
+    def _authorized(self, what: str, budget: _Budget) -> str:
         with self._lock:
             if self.clock() <= self._expires - RENEW_BEFORE_SECONDS:
                 return self._token
-        return self._login()
+        return self._login(budget.left(what))
 
-    def _login(self) -> str:
+    def _login(self, timeout: urllib3.Timeout) -> str:
         with self._lock:
             self.calls += 1
         body = {"username": self.credentials.username, "password": self.credentials.password}
         try:
             answer = self._http.request(
-                "POST", f"{self.base_url}/auth/token", json=body, timeout=self.timeout
+                "POST", f"{self.base_url}/auth/token", json=body, timeout=timeout
             )
         except (urllib3.exceptions.HTTPError, OSError) as error:
             raise GatewayError("log in", self._unreachable(error)) from None
@@ -226,6 +231,23 @@ class RestSession:
             self._token = token
             self._expires = _expiry(token, default=self.clock() + 3600)
         return token
+
+
+class _Budget:
+    """The seconds one call may take in all, from its start, on the monotonic clock."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.ends = time.monotonic() + seconds
+
+    def left(self, what: str) -> urllib3.Timeout:
+        """What one request of the call may take (connecting and reading together);
+        :class:`GatewayError` if nothing is left."""
+        left = self.ends - time.monotonic()
+        if left <= 0:
+            detail = f"not sent: the {self.seconds:g} s it was given ran out before it"
+            raise GatewayError(what, detail)
+        return urllib3.Timeout(total=left)
 
 
 def _expiry(token: str, default: float) -> float:

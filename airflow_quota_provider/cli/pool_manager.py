@@ -185,7 +185,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"airflow-quota pool-manager: --database: {error}", file=sys.stderr)
         return 1
     lease = Lease(store.engine, config.job_queue, args.lease or max(3.0, 1.5 * args.interval))
-    gateway = AirflowGateway(url, credentials, write_timeout=lease.write_timeout)
+    gateway = AirflowGateway(url, credentials, write_budget=lease.time_left)
     reconciler = None
     if external is not None:
         from airflow_quota_provider.reconciler.reconciler import Reconciler

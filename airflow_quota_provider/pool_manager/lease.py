@@ -12,13 +12,14 @@ increments ``epoch``, which the manager logs with what it does.
 Why no one acts beside another (fencing by time): a renewal sent at the holder's
 monotonic moment ``m`` reaches the database no earlier, so the lease it grants
 ends no earlier than ``m + seconds`` on any clock that runs at the same rate.
-The holder therefore starts a write (a pool change, a clear) only while
-``monotonic() < m + seconds - write_timeout``, and gives each write at most
-``write_timeout`` seconds; so it has stopped acting before the lease can pass to
+The holder therefore starts a write (a pool change, a clear) only while at least
+a quarter lease is left before ``m + seconds``, and gives each write the time left
+until then (:meth:`Lease.time_left`: three quarters of the lease to all of it, as
+renewals come every quarter); so it has stopped acting before the lease can pass to
 anyone. A holder that cannot renew (its database connection cut, the database
 gone) stops acting on the same deadline, before a successor can start. What
 time cannot fence is a request that an api-server receives in time but
-carries out later than ``write_timeout``: Airflow's API has no fencing token.
+carries out after the deadline: Airflow's API has no fencing token.
 
 Why not a PostgreSQL advisory lock: it is released only when the database sees
 the session end, which for a host that vanished (no TCP reset) takes as long as
@@ -148,16 +149,22 @@ class Lease:
         _metadata.create_all(engine)
 
     @property
-    def write_timeout(self) -> float:
-        """The longest a write may take: a quarter of the lease."""
+    def renew_every(self) -> float:
+        """How often the lease is renewed (and taken, by another): a quarter of it. Also the
+        least time left that a write may start with."""
         return self.seconds / RENEWALS_PER_LEASE
 
     # -- the holder's side ---------------------------------------------------------------
 
     def leading(self) -> bool:
         """Whether this manager may start a write now (see the module's fencing rule)."""
+        return self.time_left() > self.renew_every
+
+    def time_left(self) -> float:
+        """The seconds until this manager must have stopped acting: what a write it starts
+        now may take at most. 0 when it does not lead."""
         with self._lock:
-            return self.monotonic() < self._deadline - self.write_timeout
+            return max(0.0, self._deadline - self.monotonic())
 
     def try_acquire(self) -> bool:
         """Take or renew the lease once; ``False`` if another holds it or the database fails.
@@ -218,7 +225,7 @@ class Lease:
         while not self.try_acquire():
             if self.monotonic() >= deadline:
                 return False
-            time.sleep(self.write_timeout)
+            time.sleep(self.renew_every)
         return True
 
     # -- anyone's view -------------------------------------------------------------------
@@ -272,7 +279,7 @@ class Lease:
     def _renew(self) -> None:
         while not self._stop.is_set():
             self.try_acquire()
-            self._stop.wait(self.write_timeout)
+            self._stop.wait(self.renew_every)
 
 
 def _database_now(dialect: str) -> str:

@@ -73,6 +73,7 @@ from airflow_quota_provider.airflow_pools.standing import Standing
 from airflow_quota_provider.airflow_pools.store import Store
 from airflow_quota_provider.airflow_pools.task_mirror import TaskMirror
 from airflow_quota_provider.airflow_pools.tasks import PoolTask, TaskState
+from airflow_quota_provider.airflow_pools.unanswered import Unanswered, carried_out
 from airflow_quota_provider.core.task_key import TaskKey
 from airflow_quota_provider.pool_manager.config_watch import ConfigRefused, ConfigWatch
 from airflow_quota_provider.pool_manager.lease import Lease
@@ -162,11 +163,14 @@ class PoolManager:
         """The task instances as last read, brought up to date by reading what changed."""
         self.recording = recording
         """Records the fleet's usage history each cycle (``None``: not recorded)."""
+        self._unanswered: dict[TaskKey, Unanswered] = {}
+        """The clears and fails sent without an answer, asked after next cycle."""
 
     def cycle(self) -> CycleReport:
         """One cycle; :class:`Refused` if Airflow refused one of its changes."""
         self._take_config()
         calls = self.gateway.calls
+        self._settle_unanswered()
         now = self.clock()
         standing, heal = self._standing()
         differences = standing.differences
@@ -359,7 +363,7 @@ class PoolManager:
                     who = f"{holder.holder} leads (epoch {holder.epoch})" if holder else "no one"
                     log.info("standing by for fleet %s: %s", self.fleet.config.job_queue, who)
                 standing_by = True
-                _sleep(min(interval, lease.write_timeout), should_stop)
+                _sleep(min(interval, lease.renew_every), should_stop)
                 continue
             try:
                 if standing_by:  # taking over: what was kept may be long out of date
@@ -436,14 +440,37 @@ class PoolManager:
         self._may_change(f"preempt {stop.key}")
         if not self._still_runs(stop):
             return
-        if stop.fails:
-            log.warning("failing %s: %s", stop.key, stop.note)
-            self._tell(stop)
-            self.gateway.fail(stop.key, stop.note)
-        else:
-            log.info("clearing %s: %s", stop.key, stop.note)
-            self._tell(stop)
-            self.gateway.clear(stop.key, stop.note)
+        self._tell(stop)
+        try:
+            if stop.fails:
+                log.warning("failing %s: %s", stop.key, stop.note)
+                self.gateway.fail(stop.key, stop.note)
+            else:
+                log.info("clearing %s: %s", stop.key, stop.note)
+                self.gateway.clear(stop.key, stop.note)
+        except GatewayError as error:
+            if error.status is None:  # sent, perhaps carried out: asked after next cycle
+                self._unanswered[stop.key] = Unanswered(stop, now, deferred)
+            raise
+        self._preempted(stop, now, deferred=deferred)
+
+    def _settle_unanswered(self) -> None:
+        """Ask after the clears and fails sent earlier whose answers did not come: record
+        each that Airflow carried out as if it had answered (:mod:`.unanswered`)."""
+        for key, sent in list(self._unanswered.items()):
+            self._may_change(f"record the preemption of {key}")
+            seen = self.gateway.task_state(key)
+            del self._unanswered[key]
+            if not carried_out(sent.stop, seen):
+                log.info("%s was not preempted: Airflow did not carry out the change", key)
+                continue
+            log.warning(
+                "%s was preempted though Airflow did not answer in time; recording it now", key
+            )
+            self._preempted(sent.stop, sent.at, deferred=sent.deferred)
+
+    def _preempted(self, stop: Stop, now: float, *, deferred: bool) -> None:
+        """What follows a clear or fail that Airflow carried out."""
         self.store.record_preemption(stop, _moment(now))
         if deferred and self.external is not None and stop.try_number and self._no_on_kill():
             # no trigger's on_kill runs on this Airflow: the victim's work is stopped here

@@ -72,6 +72,25 @@ def test_one_manager_leads_and_the_other_takes_over_only_after_the_first_stopped
     assert not first.try_acquire() and not first.leading()
 
 
+def test_a_write_may_take_the_time_left_and_starts_only_with_a_quarter_lease_left(
+    engines: Callable[[], Engine],
+) -> None:
+    """The fencing rule on the lease's own clock: a renewal sent at 100 lasts until 110; a
+    write started at 103 may take 7 s; none starts after 107.5."""
+    clock = [100.0]
+    lease = Lease(engines(), "gpus", 10.0, holder="first", monotonic=lambda: clock[0])
+    assert lease.time_left() == 0.0 and not lease.leading()
+    assert lease.try_acquire()
+    clock[0] = 103.0
+    assert lease.time_left() == 7.0 and lease.leading()
+    clock[0] = 107.4
+    assert lease.leading()
+    clock[0] = 107.5
+    assert not lease.leading() and lease.time_left() == 2.5
+    clock[0] = 111.0
+    assert lease.time_left() == 0.0
+
+
 def test_a_renewed_lease_is_never_taken_and_a_handed_back_one_is_taken_at_once(
     engines: Callable[[], Engine],
 ) -> None:

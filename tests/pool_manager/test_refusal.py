@@ -64,6 +64,10 @@ class RefusingAirflow(ThreadingHTTPServer):
         self.pool_changes: list[tuple[str, int]] = []
         self.patched: list[dict[str, Any]] = []
         """The bodies of the task instances' PATCHes (a fail, a note), in order."""
+        self.clear_seconds = 0.0
+        """How long a clear takes to answer, once carried out."""
+        self.clears_lost = False
+        """Whether a clear is lost: not carried out, answered 503 after ``clear_seconds``."""
 
     @property
     def url(self) -> str:
@@ -116,7 +120,14 @@ class _Handler(JsonHandler):
         if route.endswith("/clearTaskInstances"):
             if self.server.refuse:
                 return self._send(REFUSAL, 422)
+            if self.server.clears_lost:
+                time.sleep(self.server.clear_seconds)
+                return self._send({"detail": "Service Unavailable"}, 503)
             self.server.cleared.append(body["task_ids"][0])
+            for ti in self.server.tis:
+                if ti["dag_id"] == route.split("/")[-2]:
+                    ti["state"] = "restarting"
+            time.sleep(self.server.clear_seconds)
             return self._send({"task_instances": [], "total_entries": 0})
         return self._send({"detail": "Not Found"}, 404)
 
