@@ -211,8 +211,13 @@ def state_of(api: AirflowApi, dag_id: str, run_id: str, task_id: str) -> str | N
     return None if state is None else str(state)
 
 
-def trigger(api: AirflowApi, dag_id: str, seconds: float) -> str:
-    body = {"logical_date": None, "conf": {"seconds": seconds}}
+def trigger(api: AirflowApi, dag_id: str, seconds: float, then_seconds: float | None = None) -> str:
+    """A run of ``dag_id`` whose tasks work ``seconds``; the ``pools_fleet.py`` DAGs' tries
+    after the first, ``then_seconds`` if given."""
+    conf: dict[str, float] = {"seconds": seconds}
+    if then_seconds is not None:
+        conf["then_seconds"] = then_seconds
+    body = {"logical_date": None, "conf": conf}
     return str(api.post(f"/api/v2/dags/{dag_id}/dagRuns", body)["dag_run_id"])
 
 

@@ -97,7 +97,8 @@ def test_an_owner_reclaims_its_gpus_and_the_borrower_runs_again_later(
 ) -> None:
     api = stack.api
 
-    vision_run = trigger(api, "pools_vision", seconds=40)
+    # long enough to be reclaimed while it runs; its next try shows it ran again
+    vision_run = trigger(api, "pools_vision", seconds=40, then_seconds=5)
     wait_state(stack, "pools_vision", vision_run, "running", "the vision task to borrow nlp's GPUs")
     wait_for(
         "the manager to shut vision's pool once its task holds the slots (between two "
