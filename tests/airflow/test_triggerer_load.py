@@ -25,16 +25,25 @@ records those collections in the trigger runner; up to two "blocked" lines are e
 two of 0.27 and 0.32 s on Airflow 3.0.6), and each only if without the collection it spans
 the loop would have stayed under 0.2 s.
 
+Nor is a trigger what makes the loop late while its thread waits, ready to run, for one of
+two CPUs that other stories' processes hold: beside the SageMaker story the machine's load
+stood at 3.5 to 7 and the loop was reported blocked for 0.20 to 0.67 s that no collection
+explained. The same probe samples that wait (Linux's schedstat of the runner's main
+thread) every 0.1 s; a "blocked" line fails the test when what neither the collections nor
+that wait explain is past 0.2 s.
+
 Time: about 2 min on 2 cores (``tests/DURATIONS.md``: 128 s): 84 deferred tasks started
 through a real scheduler, and a reclaim.
 """
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
 from pathlib import Path
@@ -96,6 +105,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             probe = [str(LOAD / "gc_probe"), stack.env.get("PYTHONPATH", "")]
             stack.env["PYTHONPATH"] = ":".join(filter(None, probe))
             stack.env["QUOTA_GC_LOG"] = str(workdir / "logs" / "gc-pauses.jsonl")
+            stack.env["QUOTA_WAIT_LOG"] = str(workdir / "logs" / "cpu-waits.jsonl")
             stack.start(DAG_IDS)
             stack.start_pool_manager(LOAD / "fleet.yaml", "--watch-sagemaker")
             wait_for("the pools", partial(pools_made, stack.api), 60, processes)
@@ -167,16 +177,53 @@ def gc_pauses(stack: Stack) -> list[tuple[float, float]]:
     return [(pause["start"], pause["end"]) for pause in pauses if pause["runner"]]
 
 
-def not_collections(blocked: list[str], pauses: list[tuple[float, float]]) -> list[str]:
-    """The "blocked" lines that the garbage collections they span do not explain: the loop
-    was still late past the threshold once those collections are taken away. A line
-    logged to the second spans the whole second; one without a time is never explained."""
-    left = []
+def cpu_waits(stack: Stack) -> list[tuple[float, float]]:
+    """The trigger runner's main thread's wait for a CPU so far, sampled: (moment on the
+    wall clock, seconds waited), in order. Empty if the kernel keeps no schedstat."""
+    path = Path(stack.env["QUOTA_WAIT_LOG"])
+    samples = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    return sorted((sample["at"], sample["waited"]) for sample in samples)
+
+
+def waited(waits: list[tuple[float, float]], moment: float) -> float:
+    """The seconds waited for a CPU by ``moment``, between the samples around it."""
+    times = [at for at, _ in waits]
+    after = bisect.bisect_left(times, moment)
+    if after == 0:
+        return waits[0][1] if waits else 0.0
+    if after == len(waits):
+        return waits[-1][1]
+    (t0, w0), (t1, w1) = waits[after - 1], waits[after]
+    return w0 + (w1 - w0) * (moment - t0) / (t1 - t0)
+
+
+@dataclass(frozen=True)
+class Late:
+    """A "blocked" line: how late the loop was, and how much of it a full garbage
+    collection and waiting for a CPU (the machine's load, not a trigger) account for."""
+
+    line: str
+    seconds: float
+    collecting: float
+    waiting: float
+
+    @property
+    def unexplained(self) -> float:
+        return self.seconds - self.collecting - self.waiting
+
+
+def lateness(
+    blocked: list[str], pauses: list[tuple[float, float]], waits: list[tuple[float, float]]
+) -> list[Late]:
+    """Each "blocked" line with the collections it spans and the CPU wait within it. A
+    line logged to the second spans the whole second; one without a time is explained by
+    nothing."""
+    found = []
     for line in blocked:
         seconds = float(BLOCKED.findall(line)[0])
         stamp = STAMP.match(line)
         if stamp is None:
-            left.append(line)
+            found.append(Late(line, seconds, 0.0, 0.0))
             continue
         logged = datetime.fromisoformat(f"{stamp[1]}T{stamp[2]}{stamp[3] or ''}+00:00")
         since, until = logged.timestamp() - seconds, logged.timestamp() + (0 if stamp[3] else 1)
@@ -185,9 +232,9 @@ def not_collections(blocked: list[str], pauses: list[tuple[float, float]]) -> li
             for start, end in pauses
             if start < until and end > since
         )
-        if seconds - collecting > THRESHOLD:
-            left.append(line)
-    return left
+        waiting = waited(waits, until) - waited(waits, since)
+        found.append(Late(line, seconds, collecting, min(waiting, seconds)))
+    return found
 
 
 def hold_the_batch_queue(stack: Stack) -> None:
@@ -244,12 +291,14 @@ def test_every_trigger_kind_deferred_at_once_through_a_reclaim_never_blocks_the_
     log = triggerer_log(stack)
     blocked = [line for line in log if BLOCKED.search(line)]
     pauses = gc_pauses(stack)
+    late = lateness(blocked, pauses, cpu_waits(stack))
     print(
         f"\n{peak} tasks deferred {ramp:.0f} s after the first was triggered; "
         f"{time.monotonic() - started:.0f} s in all; the trigger runner's full garbage "
         f"collections: {[f'{end - start:.2f} s' for start, end in pauses]}; "
-        f"blocked: {blocked}"
+        f"blocked: {late}"
     )
     assert not [line for line in log if DIED in line]
-    assert not_collections(blocked, pauses) == []
-    assert len(blocked) <= 2, "shared clients set off no more than two full collections"
+    assert [one for one in late if one.unexplained > THRESHOLD] == []
+    by_collections = [one for one in late if one.seconds - one.waiting > THRESHOLD]
+    assert len(by_collections) <= 2, "shared clients set off no more than two collections"
