@@ -8,6 +8,7 @@ import os
 import shutil
 import signal
 import sys
+import time
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -110,6 +111,7 @@ def _play(stack: Stack, *, keep: bool) -> int:
     print(f"  {settings.workdir} (logs in {settings.workdir / 'logs'})")
     stack.start(DAG_IDS)
     print(f"Airflow is up at {stack.api_url}; the endpoint at {stack.emulator_url}")
+    began = stack.now_millis()  # on AWS's clock, which the endpoint runs fast
     for noisy in ("airflow", "botocore"):  # the narration is the output
         logging.getLogger(noisy).setLevel(logging.WARNING)
     hook = BatchQuotaHook(aws_conn_id="aws_default")
@@ -123,22 +125,41 @@ def _play(stack: Stack, *, keep: bool) -> int:
     print()
     print(summary_table(outcomes))
     succeeded = all(outcome.state == "success" for outcome in outcomes)
+    succeeded = _showback(stack, settings.quota_config, began) and succeeded
     from airflow_quota_provider.demo.pools_story import CONFIG_NAME
 
     pools_config = settings.dags_folder / CONFIG_NAME
     if pools_config.exists():
-        pools = _play_pools(stack, pools_config)
+        began = int(time.time() * 1000)  # the manager records on this host's clock
+        pools, database = _play_pools(stack, pools_config)
         print()
         print(summary_table(pools))
         succeeded = succeeded and all(outcome.state == "success" for outcome in pools)
+        succeeded = _showback(stack, pools_config, began, "--database", database) and succeeded
     else:
         print(f"\n(no {pools_config}: the pools fleet's story is left out)")
     if keep:
-        _stay_up(stack)
+        fleets = [JOB_QUEUE]
+        if pools_config.exists():
+            from airflow_quota_provider.config_file import load_config
+
+            fleets.append(load_config(pools_config).job_queue)
+        _stay_up(stack, fleets)
     return 0 if succeeded else 1
 
 
-def _play_pools(stack: Stack, config: Path) -> list[Any]:
+def _showback(stack: Stack, config: Path, began: int, *options: str) -> bool:
+    """Print the story's showback report; whether ``usage`` could make it."""
+    from airflow_quota_provider.demo.showback import showback
+
+    made, lines = showback(stack, config, began, *options)
+    print()
+    print("Showback of the story: who used, borrowed, lent and waited for what")
+    print("\n".join(lines))
+    return made
+
+
+def _play_pools(stack: Stack, config: Path) -> tuple[list[Any], str]:
     from airflow_quota_provider.demo.pools_story import DAG_IDS, PoolsStory, status_command
     from airflow_quota_provider.demo.processes import wait_for
 
@@ -152,10 +173,10 @@ def _play_pools(stack: Stack, config: Path) -> list[Any]:
             f"DAG {dag_id} to be parsed", partial(stack.api.has_dag, dag_id), 180, stack.processes
         )
     story = PoolsStory(stack, status_command(stack, config, database), say=_say)
-    return story.play()
+    return story.play(), database
 
 
-def _stay_up(stack: Stack) -> None:
+def _stay_up(stack: Stack, fleets: list[str]) -> None:
     settings = stack.settings
     # At the story's pace the view's last hours would be empty within minutes.
     stack.set_time_scale(1)
@@ -164,6 +185,8 @@ def _stay_up(stack: Stack) -> None:
     print(
         f"GPU Quotas:  {stack.api_url}/plugin/gpu-quotas  (the page alone: {stack.api_url}/quota/)"
     )
+    for fleet in fleets:
+        print(f"History of {fleet}:  {stack.api_url}/quota/?queue={fleet}#history")
     print(f"AWS endpoint: {stack.emulator_url}  (its clock now at real time)")
     print("Everything stays up until Ctrl-C.")
     signal.pause()

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from airflow_quota_provider.airflow_pools.store import Store
+from airflow_quota_provider.cli.usage import COLUMNS
 from airflow_quota_provider.demo.pools_story import DAG_IDS as POOLS_DAG_IDS
 
 pytestmark = pytest.mark.slow
@@ -82,6 +83,22 @@ def test_the_demo_tells_the_story_and_leaves_nothing_behind(tmp_path: Path) -> N
         "pools_nlp_finetune": ["success", "Completed", "1", "0"],
         "pools_research_release_eval": ["success", "Completed", "1", "0"],
     }
+    # each story ends with its showback report, airflow-quota usage over the story
+    batch_usage = showback_rows(batch, "usage of job queue ml-training from ")
+    pools_usage = showback_rows(pools, "usage of fleet p4d-pools from ")
+    vision, nlp = (
+        batch_usage[("vision", "ml.p4d.24xlarge")],
+        batch_usage[("nlp", "ml.p4d.24xlarge")],
+    )
+    # hours of the endpoint's fast clock; the pools story's real seconds may round to 0.00
+    assert float(vision["BORROWED H"]) > 0 and float(nlp["LENT H"]) > 0, batch_usage
+    for usage, p4d in ((batch_usage, "ml.p4d.24xlarge"), (pools_usage, "p4d")):
+        vision, nlp = usage[("vision", p4d)], usage[("nlp", p4d)]
+        assert (vision["PREEMPTED"], vision["CAUSED"]) == ("1", "0"), usage
+        assert (nlp["PREEMPTED"], nlp["CAUSED"]) == ("0", "1"), usage
+    assert (batch_usage[("research", "ml.g5.12xlarge")]["PREEMPTED"]) == "1"
+    assert (pools_usage[("research", "p4d")]["PREEMPTED"]) == "1"
+    assert "hours are hours of each unit's slots (p4d-h)" in pools
     assert processes_of(workdir) == []
     # what Airflow and the manager's database say once everything has stopped
     tries = task_instances(workdir / "airflow" / "airflow.db")
@@ -110,6 +127,19 @@ def summary_rows(out: str) -> dict[str, list[str]]:
     """The first summary table in ``out``: DAG -> state, job, attempts, preempted."""
     table = out[out.index("DAG  ") :].split("\n\n")[0].splitlines()
     return {line.split()[0]: line.split()[1:5] for line in table[1:] if line.strip()}
+
+
+def showback_rows(out: str, title: str) -> dict[tuple[str, str], dict[str, str]]:
+    """The showback table under ``title`` in ``out``: (share, unit) -> column -> cell."""
+    lines = out[out.index(title) :].splitlines()
+    assert lines[1].split() == " ".join(COLUMNS).split(), lines[1]
+    rows: dict[tuple[str, str], dict[str, str]] = {}
+    for line in lines[2:]:
+        if line.startswith("hours are"):
+            return rows
+        cells = dict(zip(COLUMNS, line.split(), strict=True))
+        rows[(cells["SHARE"], cells["UNIT"])] = cells
+    raise AssertionError(f"no end to the table: {lines}")
 
 
 def task_instances(database: Path) -> dict[str, tuple[str, int, str | None]]:
