@@ -14,6 +14,7 @@ the reclaim story 63 s, as the borrower's process must be gone before nlp's pool
 from __future__ import annotations
 
 import json
+import math
 import os
 import socket
 import subprocess
@@ -21,7 +22,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -40,6 +41,7 @@ from tests.pool_manager.conftest import (
     trigger,
     wait_state,
 )
+from tests.pool_manager.history_checks import conservation_breaks, recorded
 
 pytestmark = pytest.mark.slow
 
@@ -143,6 +145,129 @@ def test_an_owner_reclaims_its_gpus_and_the_borrower_runs_again_later(
 
 def _seconds(moment: str) -> float:
     return datetime.fromisoformat(moment).timestamp()
+
+
+EDGE_SECONDS = 2.5
+"""How far the manager's record of a moment may lie from Airflow's own time of it: its 1 s
+cycle, plus the read and the api-server's own lag."""
+
+
+def test_usage_tells_the_reclaim_as_airflows_own_times_do(stack: Stack) -> None:
+    """``airflow-quota usage`` of the fleet over the reclaim story above, against figures
+    worked from Airflow's times of each try (scheduled, queued, ended), not from the
+    recorder: vision held 4 gpu (2 its own, 2 nlp's) from each try's queueing to its end,
+    the first try until Airflow scheduled the second; nlp held its 2 while it ran; each
+    waited from being scheduled to being queued. Every figure within one
+    :data:`EDGE_SECONDS` per start and end it spans; each unit's own use, lent and idle
+    make what it owns; the fleet's borrowed is its lent."""
+    api = stack.api
+    (vision_run,) = runs_of(api, "pools_vision", first=1)
+    (nlp_run,) = runs_of(api, "pools_nlp", first=1)
+    first, second = tries(api, "pools_vision", vision_run)
+    (nlp,) = tries(api, "pools_nlp", nlp_run)
+    # from the second vision was scheduled in (the manager recorded the fleet from its first
+    # cycle, just before: nothing is counted before that, not even what a share owns)
+    since, until = math.floor(first["scheduled"]), math.ceil(second["ended"]) + 2
+    held_v = (second["scheduled"] - first["queued"]) + (second["ended"] - second["queued"])
+    held_n = nlp["ended"] - nlp["queued"]
+    waited = {
+        "vision": (first["queued"] - first["scheduled"]) + (second["queued"] - second["scheduled"]),
+        "nlp": nlp["queued"] - nlp["scheduled"],
+    }
+    window = until - since
+    # the manager's record of the window ends with the last cycle it ran: one past it
+    time.sleep(max(0.0, until + 2 - time.time()))
+    expected = {  # gpu-seconds, and how many starts and ends each figure spans
+        ("vision", "own_use_hours"): (2 * held_v, 4),
+        ("vision", "borrowed_hours"): (2 * held_v, 4),
+        ("vision", "idle_hours"): (2 * (window - held_v), 4),
+        ("vision", "lent_hours"): (0.0, 0),
+        ("nlp", "own_use_hours"): (2 * held_n, 2),
+        ("nlp", "lent_hours"): (2 * held_v, 4),
+        ("nlp", "idle_hours"): (2 * (window - held_n - held_v), 6),
+        ("nlp", "borrowed_hours"): (0.0, 0),
+    }
+    report = usage(stack, "--since", utc(since), "--until", utc(until), "--json")
+    rows = {row["share"]: row for row in report["rows"]}
+    assert {(row["share"], row["unit"]) for row in report["rows"]} == {
+        ("nlp", "gpu"),
+        ("vision", "gpu"),
+    }
+    compared = {
+        f"{share} {figure.removesuffix('_hours')}": (rows[share][figure] * 3600, seconds)
+        for (share, figure), (seconds, _) in expected.items()
+    }
+    shown = {name: f"{found:.1f}/{seconds:.1f}" for name, (found, seconds) in compared.items()}
+    print(f"\nusage of the reclaim's {window} s, gpu-s recorded/as Airflow timed it: {shown}")
+    for (share, figure), (seconds, edges) in expected.items():
+        found = rows[share][figure] * 3600
+        assert abs(found - seconds) <= 2 * edges * EDGE_SECONDS, (share, figure, found, seconds)
+    history = recorded(database(stack), HERE / "fleet.yaml", since, until)
+    assert conservation_breaks(history, {"gpu": 4}) == []
+    for share, row in rows.items():
+        assert row["owned_hours"] * 3600 == pytest.approx(2 * window, abs=1e-6)
+        parts = row["own_use_hours"] + row["lent_hours"] + row["idle_hours"]
+        assert parts == pytest.approx(row["owned_hours"], abs=1e-9), row
+        starts = 2 if share == "vision" else 1  # a try requeued by a preemption waits again
+        assert abs(row["mean_wait"] - waited[share]) <= starts * 2 * EDGE_SECONDS, (row, waited)
+    assert sum(r["borrowed_hours"] for r in rows.values()) == pytest.approx(
+        sum(r["lent_hours"] for r in rows.values()), abs=1e-9
+    )
+    assert (rows["vision"]["jobs_started"], rows["nlp"]["jobs_started"]) == (1, 1)
+    suffered = {
+        share: (row["preemptions_suffered"], row["preemptions_caused"])
+        for share, row in rows.items()
+    }
+    assert suffered == {"vision": (1, 0), "nlp": (0, 1)}
+    # the work lost: vision's 4 gpu from its first try's start to the reclaim, at most
+    lost = rows["vision"]["hours_lost"] * 3600
+    assert 0 < lost <= 4 * (second["scheduled"] - first["started"] + EDGE_SECONDS), lost
+
+
+def runs_of(api: Any, dag_id: str, first: int) -> list[str]:
+    """The ids of the first ``first`` runs of ``dag_id``, oldest first."""
+    found = sorted(api.get(f"/api/v2/dags/{dag_id}/dagRuns")["dag_runs"], key=_run_after)
+    return [run["dag_run_id"] for run in found[:first]]
+
+
+def _run_after(run: dict[str, Any]) -> float:
+    return _seconds(run["run_after"])
+
+
+def tries(api: Any, dag_id: str, run_id: str) -> list[dict[str, float]]:
+    """Each try of the run's ``train`` task as Airflow recorded it: when it was scheduled,
+    queued, started and ended (seconds since the epoch), first try first."""
+    route = f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances/train/tries"
+    found = sorted(api.get(route)["task_instances"], key=lambda ti: ti["try_number"])
+    names = {"scheduled": "scheduled_when", "queued": "queued_when", "started": "start_date"}
+    return [
+        {
+            **{key: _seconds(ti[name]) for key, name in names.items()},
+            "ended": _seconds(ti["end_date"]),
+        }
+        for ti in found
+    ]
+
+
+def utc(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def database(stack: Stack) -> str:
+    """The manager's database."""
+    return f"sqlite:///{stack.settings.workdir / 'airflow-quota-pool-manager.db'}"
+
+
+def usage(stack: Stack, *options: str) -> dict[str, Any]:
+    command = [sys.executable, "-m", "airflow_quota_provider.cli", "usage"]
+    done = subprocess.run(
+        [*command, "--config", str(HERE / "fleet.yaml"), "--database", database(stack), *options],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return dict(json.loads(done.stdout))
 
 
 def test_the_gateway_reads_what_the_manager_reads(stack: Stack) -> None:
