@@ -14,6 +14,10 @@ within two cycles; the killed one is started again and stands by; two thirds of 
 through, the new leader is killed too. Every run must succeed, no lock be found taken,
 and no preemption be applied twice (one record per preempted try). Prints the figures.
 
+The fleet's usage history, recorded by whichever manager led, must come through both
+take-overs whole: one start per try that ran, one record per preemption, and figures
+that add up at every moment (``history_checks.py``).
+
 Between the kills one manager leads alone, as a fleet without a standby runs: this one
 run checks both what a single manager must never do and what a take-over must never do
 (they were two runs, 108 and 72 tasks, of the same lock-holding tasks).
@@ -43,6 +47,7 @@ from tests.pool_manager.conftest import (
     trigger,
     unadmitted_starts,
 )
+from tests.pool_manager.history_checks import conservation_breaks, recorded
 from tests.postgres import postgres_database
 
 pytestmark = pytest.mark.slow
@@ -88,7 +93,7 @@ def test_no_task_finds_its_gpus_taken_and_the_standby_takes_over_within_two_cycl
     shuffle.shuffle(rest)
     runs = [("a", n) for n in range(4)] + rest
     kill_after = {len(runs) // 3, 2 * len(runs) // 3}
-    started = time.monotonic()
+    started, began = time.monotonic(), time.time()
     triggered: list[tuple[str, str]] = []
     takeovers: list[float] = []
     for team, _ in runs:
@@ -131,6 +136,10 @@ def test_no_task_finds_its_gpus_taken_and_the_standby_takes_over_within_two_cycl
     )
     twice = [row for row in preempted_tries if row[5] > 1]
     epoch = query(managers_db, "SELECT epoch FROM quota_manager_lease")[0][0]
+    # the fleet's history, as two managers and two take-overs recorded it
+    time.sleep(2 * INTERVAL)  # a cycle past the last run's end
+    history = recorded(managers_db, HERE / "fleet_locks.yaml", began, time.time())
+    starts = Counter((start.job_id, start.attempt) for start in history.starts)
     print(
         f"\n{len(triggered) * TASKS_PER_RUN} tasks in {elapsed:.0f} s: {dict(outcomes)}; "
         f"tries {dict(sorted(tries.items()))}; {preempted} tasks preempted at least once; "
@@ -138,7 +147,9 @@ def test_no_task_finds_its_gpus_taken_and_the_standby_takes_over_within_two_cycl
         f"{', '.join(f'{s:.1f} s' for s in takeovers)} (cycle {INTERVAL:g} s, lease "
         f"{LEASE:g} s); leaders {epoch}; preempted tries {len(preempted_tries)}, applied "
         f"twice {len(twice)}; started without a manager admitting them, before a task of "
-        f"their pool that came first: {unadmitted_starts(stack)}"
+        f"their pool that came first: {unadmitted_starts(stack)}; history recorded: "
+        f"{len(starts)} starts, {len(history.preemptions)} preemptions, "
+        f"{len(history.changes)} changes"
     )
     assert violations == "", violations
     assert outcomes == {"success": len(triggered) * TASKS_PER_RUN}
@@ -146,3 +157,10 @@ def test_no_task_finds_its_gpus_taken_and_the_standby_takes_over_within_two_cycl
     assert twice == []
     assert len(takeovers) == 2
     assert all(seconds <= 2 * INTERVAL for seconds in takeovers), takeovers
+    # nothing lost, nothing counted twice across the take-overs: every try that ran is
+    # one start, every preemption one record, and the figures add up at every moment
+    assert conservation_breaks(history, {"gpu": 8}) == []
+    assert [start for start, count in starts.items() if count > 1] == []
+    assert len(starts) == sum(number * count for number, count in tries.items()), starts
+    assert len({job for job, _ in starts}) == len(triggered) * TASKS_PER_RUN
+    assert len(history.preemptions) == len(preempted_tries)
