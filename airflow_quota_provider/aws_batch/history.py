@@ -37,10 +37,13 @@ none this provider knows (AWS's own wording for in-share preemption is not
 published), the kind is read from the history: ``RECLAIM`` if the victim's
 share borrowed just before the stop, else ``IN_SHARE``.
 
-**What cannot be rebuilt.** Capacity over time: AWS keeps only the current
-quota shares and environments, so the past is figured with *today's* config
-(a share's capacity raised yesterday shows as owned all week; a share deleted
-since counts its jobs as borrowing). Jobs AWS has forgotten, and so any window
+**What cannot be rebuilt.** Capacity over time: AWS keeps only the current quota
+shares and environments, and no time of their making. The config at each moment is
+therefore a :class:`~airflow_quota_provider.core.config_timeline.Timeline` built from the
+records ``airflow-quota apply`` tags its changes with
+(:mod:`~airflow_quota_provider.aws_batch.change_tags`); where there is none, today's
+config stands for the past and the reading says so (a share deleted since counts its
+jobs as borrowing). Jobs AWS has forgotten, and so any window
 older than its retention. Reasons a job waited (only the current one is kept).
 A preempted attempt older than the ``recentPreemptedAttempts`` AWS keeps is
 still found in ``attempts`` when its reason carries a known headline.
@@ -67,6 +70,7 @@ from airflow_quota_provider.aws_batch.events import kind_of, preemption_events
 from airflow_quota_provider.aws_batch.statuses import WAITING_STATUSES
 from airflow_quota_provider.aws_batch.training_config import instances_of
 from airflow_quota_provider.aws_batch.translate import demand_of
+from airflow_quota_provider.core.config_timeline import Timeline
 from airflow_quota_provider.core.history import (
     Change,
     Figures,
@@ -188,14 +192,20 @@ def preemptions_of(job: Job, jobs: Mapping[str, Job]) -> list[PreemptionRecord]:
     return records
 
 
-def rebuild(config: QueueConfig, jobs: Iterable[Job], since: int, until: int) -> History:
+def rebuild(
+    configs: Timeline | QueueConfig, jobs: Iterable[Job], since: int, until: int
+) -> History:
     """The queue's history over ``[since, until)`` (epoch ms) from its described jobs,
-    figured with ``config`` (today's: see the module's note)."""
+    figured at each moment with the config then in force (``configs``: a
+    :class:`~airflow_quota_provider.core.config_timeline.Timeline`, or one config that
+    stands for the whole window)."""
+    if isinstance(configs, QueueConfig):
+        configs = Timeline.fixed(configs)
     jobs = list(jobs)
     by_id = {str(job["jobId"]): job for job in jobs}
     spans = [span for job in jobs for span in spans_of(job, until)]
     recorder = Recorder()
-    _replay(recorder, config, spans, since, until)
+    _replay(recorder, configs, spans, since, until)
     for job in jobs:
         for start in starts_of(job, until):
             recorder.started(start)
@@ -208,11 +218,12 @@ def rebuild(config: QueueConfig, jobs: Iterable[Job], since: int, until: int) ->
 
 
 def _replay(
-    recorder: Recorder, config: QueueConfig, spans: Sequence[Span], since: int, until: int
+    recorder: Recorder, configs: Timeline, spans: Sequence[Span], since: int, until: int
 ) -> None:
-    """Observe the figures at ``since`` and at each instant a span starts or stops."""
+    """Observe the figures at ``since``, at each instant a span starts or stops and at each
+    change of the config."""
     active: dict[int, Span] = {}
-    moments: dict[int, list[tuple[bool, int]]] = {}
+    moments: dict[int, list[tuple[bool, int]]] = {at: [] for at in configs.changes(since, until)}
     for index, span in enumerate(spans):
         if span.stop <= since or span.start >= until:
             continue
@@ -222,14 +233,14 @@ def _replay(
             moments.setdefault(span.start, []).append((True, index))
         if span.stop < until:
             moments.setdefault(span.stop, []).append((False, index))
-    recorder.observe(since, _figures(config, active.values()))
+    recorder.observe(since, _figures(configs.at(since), active.values()))
     for at in sorted(moments):
         for begins, index in moments[at]:
             if begins:
                 active[index] = spans[index]
             else:
                 active.pop(index, None)
-        recorder.observe(at, _figures(config, active.values()))
+        recorder.observe(at, _figures(configs.at(at), active.values()))
 
 
 def _figures(config: QueueConfig, active: Iterable[Span]) -> dict[Key, Figures]:

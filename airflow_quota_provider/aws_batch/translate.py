@@ -43,14 +43,22 @@ def queue_config_from_aws(
     """The queue's config: its shares, and the capacity of its service environments."""
     capacity: dict[str, int] = {}
     for environment in environments:
-        for limit in environment.get("capacityLimits") or ():
-            unit = limit["capacityUnit"]
-            capacity[unit] = capacity.get(unit, 0) + int(limit["maxCapacity"])
+        for unit, count in limits_of(environment.get("capacityLimits")).items():
+            capacity[unit] = capacity.get(unit, 0) + count
     return QueueConfig(
         job_queue=job_queue,
         capacity=capacity,
         shares=tuple(share_from_aws(s) for s in shares),
     )
+
+
+def limits_of(limits: Any) -> dict[str, int]:
+    """``maxCapacity`` per ``capacityUnit`` of a ``capacityLimits`` list."""
+    capacity: dict[str, int] = {}
+    for limit in limits or ():
+        unit = str(limit["capacityUnit"])
+        capacity[unit] = capacity.get(unit, 0) + int(limit["maxCapacity"])
+    return capacity
 
 
 def demand_of(job: Mapping[str, Any]) -> dict[str, int]:
