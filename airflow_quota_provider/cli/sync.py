@@ -112,7 +112,13 @@ def run_apply(args: argparse.Namespace) -> int:
     if result.empty:
         return EXIT_OK
     try:
-        apply_plan(batch, result, allow_destructive=args.allow_destructive, on_done=_done)
+        apply_plan(
+            batch,
+            result,
+            allow_destructive=args.allow_destructive,
+            on_done=_done,
+            on_unrecorded=_unrecorded,
+        )
     except ApplyRefused as refused:
         _refusal(result, refused, BATCH)
         return EXIT_ERROR
@@ -244,6 +250,14 @@ def batch_client(args: argparse.Namespace) -> Any:
 
 def _done(change: Change) -> None:
     print(f"done: {change_line(change)}")
+
+
+def _unrecorded(change: Change, failed: AwsCallFailed) -> None:
+    print(
+        f"warning: {change.kind} {change.name} was {change.action}d but not recorded ({failed}): "
+        "its usage history before now will read as not known",
+        file=sys.stderr,
+    )
 
 
 def _refusal(result: Plan, refused: ApplyRefused, wording: Wording) -> None:

@@ -1,4 +1,5 @@
-"""Read what AWS Batch has now for a sync target: Describe and List calls, every page.
+"""Read what AWS Batch has now for a sync target: Describe and List calls, every page, and
+one ``DescribeQuotaShare`` per share for its tags.
 
 The result is the plain dicts Batch answers with, in an
 :class:`~airflow_quota_provider.sync.snapshot.AwsState` for the pure planner.
@@ -38,7 +39,8 @@ def read_state(batch: Any, target: SyncTarget) -> AwsState:
     )
     if queue is None:
         return AwsState(environment=environment, policy=policy)
-    shares = list(_pages(batch, "ListQuotaShares", "quotaShares", jobQueue=target.job_queue))
+    listed = _pages(batch, "ListQuotaShares", "quotaShares", jobQueue=target.job_queue)
+    shares = [_described_share(batch, share) for share in listed]
     return AwsState(
         environment=environment,
         policy=policy,
@@ -74,6 +76,15 @@ def _describe_policy(batch: Any, arn: str) -> dict[str, Any] | None:
     with aws_call("DescribeSchedulingPolicies"):
         found = batch.describe_scheduling_policies(arns=[arn])["schedulingPolicies"]
     return dict(found[0]) if found else None
+
+
+def _described_share(batch: Any, share: Mapping[str, Any]) -> dict[str, Any]:
+    """The share with its tags (``ListQuotaShares`` gives none): the record of apply's last
+    change, which its next change carries on."""
+    with aws_call("DescribeQuotaShare"):
+        described: dict[str, Any] = batch.describe_quota_share(quotaShareArn=share["quotaShareArn"])
+    described.pop("ResponseMetadata", None)
+    return described
 
 
 def _unfinished_jobs(batch: Any, queue: str) -> list[dict[str, Any]]:

@@ -53,16 +53,34 @@ class PolicyArn:
 
 
 @dataclass(frozen=True)
+class Record:
+    """The tags apply writes on a resource once a call made its change (see
+    :mod:`~airflow_quota_provider.aws_batch.change_tags`), with AWS's time of the answer
+    under ``stamp``.
+
+    :param arn: the resource's ARN; ``None`` for one the call creates, whose ARN is in
+        its answer under ``arn_key``.
+    """
+
+    stamp: str
+    tags: Mapping[str, str]
+    arn: str | None = None
+    arn_key: str = ""
+
+
+@dataclass(frozen=True)
 class Call:
     """One Batch operation (``CreateQuotaShare``) and its request, for ``change``; for a
     pools fleet, one gateway method (``set_pool``) and its keyword arguments.
 
-    A request value may be a :class:`PolicyArn`, filled in by the applier.
+    A request value may be a :class:`PolicyArn`, filled in by the applier. ``record``:
+    what to tag once the call succeeded (the last call of a recorded change).
     """
 
     operation: str
     params: Mapping[str, Any]
     change: Change
+    record: Record | None = None
 
 
 @dataclass(frozen=True)

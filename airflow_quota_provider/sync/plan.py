@@ -27,6 +27,13 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from airflow_quota_provider.aws_batch.change_tags import (
+    CHANGED_AT,
+    CREATED_AT,
+    capacity_settings,
+    change_tags,
+    creation_tags,
+)
 from airflow_quota_provider.aws_batch.statuses import HOLDING_STATUSES
 from airflow_quota_provider.sync.capacity import CapacityDiff, InUse
 from airflow_quota_provider.sync.changes import (
@@ -37,6 +44,7 @@ from airflow_quota_provider.sync.changes import (
     Change,
     Plan,
     PolicyArn,
+    Record,
 )
 from airflow_quota_provider.sync.shapes import (
     QUOTA_SHARE_POLICY,
@@ -131,23 +139,32 @@ def _environment(
             "state": "ENABLED",
             "capacityLimits": capacity_limits(wanted),
         }
-        return change, [Call("CreateServiceEnvironment", params, change)], []
-    diff = CapacityDiff(limits_from_aws(found.get("capacityLimits")), wanted)
+        tags = creation_tags(capacity_settings(wanted))
+        record = Record(CREATED_AT, tags, arn_key="serviceEnvironmentArn")
+        return change, [Call("CreateServiceEnvironment", params, change, record)], []
+    before = limits_from_aws(found.get("capacityLimits"))
+    diff = CapacityDiff(before, wanted)
     if not diff.units:
         return None, [], []
     why = diff.below(in_use, f"job queue {target.job_queue}")
     change = Change("update", ENVIRONMENT, name, tuple(diff.lines()), why)
+    tags = change_tags(
+        found.get("tags") or {}, capacity_settings(before), capacity_settings(wanted)
+    )
+    record = Record(CHANGED_AT, tags, arn=str(found.get("serviceEnvironmentArn") or name))
     first: list[Call] = []
     if diff.raises:
         limits = diff.raised_only() if diff.lowers else wanted
-        first.append(_update_environment(name, limits, change))
-    last = [_update_environment(name, wanted, change)] if diff.lowers else []
+        first.append(_update_environment(name, limits, change, None if diff.lowers else record))
+    last = [_update_environment(name, wanted, change, record)] if diff.lowers else []
     return change, first, last
 
 
-def _update_environment(name: str, limits: Mapping[str, int], change: Change) -> Call:
+def _update_environment(
+    name: str, limits: Mapping[str, int], change: Change, record: Record | None
+) -> Call:
     params = {"serviceEnvironment": name, "capacityLimits": capacity_limits(limits)}
-    return Call("UpdateServiceEnvironment", params, change)
+    return Call("UpdateServiceEnvironment", params, change, record)
 
 
 def _policy(target: SyncTarget, found: Mapping[str, Any] | None) -> list[Call]:
@@ -177,7 +194,8 @@ def _queue(target: SyncTarget, state: AwsState) -> list[Call]:
             "schedulingPolicyArn": policy_arn,
             "serviceEnvironmentOrder": order,
         }
-        return [Call("CreateJobQueue", params, change)]
+        record = Record(CREATED_AT, {}, arn_key="jobQueueArn")
+        return [Call("CreateJobQueue", params, change, record)]
     changed, differences, why = _queue_differences(target, state, policy_arn, order)
     if not differences:
         return []

@@ -14,9 +14,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from airflow_quota_provider.core.model import QueueConfig
+from airflow_quota_provider.aws_batch.change_tags import (
+    CHANGED_AT,
+    CREATED_AT,
+    change_tags,
+    creation_tags,
+    share_settings,
+)
+from airflow_quota_provider.aws_batch.translate import share_from_aws
+from airflow_quota_provider.core.model import QueueConfig, Share
 from airflow_quota_provider.sync.capacity import CapacityDiff, InUse
-from airflow_quota_provider.sync.changes import SHARE, Call, Change
+from airflow_quota_provider.sync.changes import SHARE, Call, Change, Record
 from airflow_quota_provider.sync.shapes import (
     ShareSpec,
     capacity_limits,
@@ -50,20 +58,21 @@ def plan_shares(
     for name in sorted(existing.keys() - {s.name for s in config.shares}):
         _delete(phases, existing[name], unfinished.get(name, 0))
     for share in config.shares:
-        wanted = spec_from_share(share)
         found = existing.get(share.name)
         if found is None:
-            _create(phases, config.job_queue, share.name, wanted)
+            _create(phases, config.job_queue, share)
         else:
-            _update(phases, found, wanted, in_use.get(share.name, {}))
+            _update(phases, found, share, in_use.get(share.name, {}))
     return phases
 
 
-def _create(phases: SharePhases, queue: str, name: str, wanted: ShareSpec) -> None:
-    change = Change("create", SHARE, name, wanted.summary())
-    params = {"quotaShareName": name, "jobQueue": queue, **wanted.request()}
+def _create(phases: SharePhases, queue: str, share: Share) -> None:
+    wanted = spec_from_share(share)
+    change = Change("create", SHARE, share.name, wanted.summary())
+    params = {"quotaShareName": share.name, "jobQueue": queue, **wanted.request()}
+    record = Record(CREATED_AT, creation_tags(share_settings(share)), arn_key="quotaShareArn")
     phases.changes.append(change)
-    phases.raises.append(Call("CreateQuotaShare", params, change))
+    phases.raises.append(Call("CreateQuotaShare", params, change, record))
 
 
 def _delete(phases: SharePhases, share: Mapping[str, Any], unfinished: int) -> None:
@@ -78,10 +87,8 @@ def _delete(phases: SharePhases, share: Mapping[str, Any], unfinished: int) -> N
     )
 
 
-def _update(
-    phases: SharePhases, share: Mapping[str, Any], wanted: ShareSpec, in_use: InUse
-) -> None:
-    now = spec_from_aws(share)
+def _update(phases: SharePhases, share: Mapping[str, Any], target: Share, in_use: InUse) -> None:
+    wanted, now = spec_from_share(target), spec_from_aws(share)
     capacity = CapacityDiff(now.capacity, wanted.capacity)
     details = [*capacity.lines(), *_setting_lines(now, wanted)]
     if not details:
@@ -90,7 +97,8 @@ def _update(
     change = Change("update", SHARE, name, tuple(details), capacity.below(in_use, f"share {name}"))
     phases.changes.append(change)
     arn = share["quotaShareArn"]
-    full = Call("UpdateQuotaShare", {"quotaShareArn": arn, **wanted.request()}, change)
+    params = {"quotaShareArn": arn, **wanted.request()}
+    full = Call("UpdateQuotaShare", params, change, _change_record(share, target))
     if not capacity.lowers:
         phases.raises.append(full)
     elif not capacity.raises:
@@ -99,6 +107,15 @@ def _update(
         lowered = {"quotaShareArn": arn, "capacityLimits": capacity_limits(capacity.lowered_only())}
         phases.lowers.append(Call("UpdateQuotaShare", lowered, change))
         phases.raises.append(full)
+
+
+def _change_record(share: Mapping[str, Any], target: Share) -> Record | None:
+    """The record of a change to the settings that shape the share's history, if any."""
+    before, after = share_settings(share_from_aws(share)), share_settings(target)
+    if before == after:
+        return None
+    tags = change_tags(share.get("tags") or {}, before, after)
+    return Record(CHANGED_AT, tags, arn=str(share["quotaShareArn"]))
 
 
 def _setting_lines(now: ShareSpec, wanted: ShareSpec) -> list[str]:

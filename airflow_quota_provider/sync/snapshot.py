@@ -19,7 +19,7 @@ class AwsState:
 
     :param policy: the scheduling policy with the target's name.
     :param queue_policy: the scheduling policy the job queue uses now, if it has one.
-    :param shares: the job queue's ListQuotaShares items.
+    :param shares: the job queue's shares as DescribeQuotaShare answers (with their tags).
     :param jobs: the job queue's ListServiceJobs summaries that have not ended.
     """
 
