@@ -54,7 +54,7 @@ BEFORE = f"{PREFIX}before"
 MAX_VALUE = 256
 """The longest tag value AWS takes."""
 UNKNOWN = "unknown"
-NOT_MADE = "no record: not made or changed by airflow-quota apply"
+NOT_MADE = "not made or changed by airflow-quota apply"
 
 T = TypeVar("T")
 Tags = Mapping[str, str]

@@ -9,8 +9,9 @@ work lost (:func:`~airflow_quota_provider.core.showback.usage_report`).
 Both backends are read through one
 :class:`~airflow_quota_provider.core.history_chart.HistorySource`, as the page reads
 them. For an ``aws_batch`` config the history is rebuilt from what AWS keeps of the
-queue's jobs (:class:`~airflow_quota_provider.view.backend.BatchHistory`: today's
-quota shares stand for the past, and jobs AWS no longer lists are not counted); "now"
+queue's jobs (:class:`~airflow_quota_provider.view.backend.BatchHistory`: each moment
+with the config then in force as apply's tags record it, the notes saying where they do
+not reach; jobs AWS no longer lists are not counted); "now"
 is AWS's clock (the queue snapshot's). Connection: ``--aws-conn-id`` or the usual
 AWS environment, with ``--region`` and ``--endpoint-url`` overrides, as ``status``
 takes them. For an ``airflow_pools`` config it is what the pool manager recorded in
@@ -202,11 +203,14 @@ def report_lines(reading: HistoryReading, args: argparse.Namespace) -> list[str]
     rows = reading.usage().rows
     win = reading.window
     if args.csv:
+        for note in reading.notes:  # the CSV stays a table
+            print(f"note: {note}", file=sys.stderr)
         return [as_csv(rows).rstrip("\n")]
     if args.json:
-        data = {"job_queue": reading.queue, "since": win.since, "until": win.until}
-        return [json.dumps({**data, "rows": [asdict(row) for row in rows]}, indent=2)]
-    return text_lines(rows, reading)
+        data: dict[str, Any] = {"job_queue": reading.queue, "since": win.since, "until": win.until}
+        data.update(rows=[asdict(row) for row in rows], notes=list(reading.notes))
+        return [json.dumps(data, indent=2)]
+    return [*text_lines(rows, reading), *(f"note: {note}" for note in reading.notes)]
 
 
 def text_lines(rows: Sequence[ShareUsage], reading: HistoryReading) -> list[str]:

@@ -150,7 +150,8 @@ def _notes(past: QueuePast, since: int, until: int) -> Iterator[str]:
         *(("service environment", name, p) for name, p in sorted(past.environments.items())),
         *(("quota share", name, p) for name, p in sorted(past.shares.items())),
     ]
-    if past.created is None and all(p.known_from is None for _, _, p in resources):
+    unrecorded = [p.known_from is None and p.why == past.created_why for _, _, p in resources]
+    if past.created is None and all(unrecorded):
         yield (
             f"job queue {queue}: no record of when it, its environments or its quota shares "
             f"were made or changed ({past.created_why}): today's quota shares stand for the past"

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import cached_property
 from typing import Any
 
 from airflow.providers.amazon.aws.hooks.base_aws import AwsBaseHook
 from airflow.providers.amazon.aws.utils.connection_wrapper import AwsConnectionWrapper
 
+from airflow_quota_provider.aws_batch.change_tags import queue_past
 from airflow_quota_provider.aws_batch.paging import all_items
 from airflow_quota_provider.aws_batch.statuses import (
     ACTIVE_STATUSES,
@@ -15,6 +17,7 @@ from airflow_quota_provider.aws_batch.statuses import (
     TERMINAL_STATUSES,
 )
 from airflow_quota_provider.aws_batch.translate import queue_config_from_aws, usage_from_jobs
+from airflow_quota_provider.core.config_timeline import QueuePast
 from airflow_quota_provider.core.headroom import headroom
 from airflow_quota_provider.core.model import QueueConfig
 from airflow_quota_provider.core.occupancy import Occupancy, occupancy
@@ -147,11 +150,27 @@ class BatchQuotaHook(AwsBaseHook):
     def queue_config(self, job_queue: str) -> QueueConfig:
         """The queue's shares (``ListQuotaShares``) and its service environments' capacity."""
         queue = self.describe_job_queue(job_queue)
-        order = sorted(queue.get("serviceEnvironmentOrder") or (), key=lambda e: e["order"])
-        names = [entry["serviceEnvironment"] for entry in order]
-        environments = self.describe_service_environments(*names) if names else []
+        environments = self._environments_of(queue)
         shares = self.list_quota_shares(queue["jobQueueArn"])
         return queue_config_from_aws(queue["jobQueueName"], shares, environments)
+
+    def queue_past(self, job_queue: str) -> QueuePast:
+        """The queue's config today and what the tags ``airflow-quota apply`` left tell of
+        its past (:func:`~airflow_quota_provider.aws_batch.change_tags.queue_past`):
+        ``queue_config``'s calls, then one ``DescribeQuotaShare`` per share for its tags."""
+        queue = self.describe_job_queue(job_queue)
+        environments = self._environments_of(queue)
+        shares = [
+            self.describe_quota_share(share["quotaShareArn"])
+            for share in self.list_quota_shares(queue["jobQueueArn"])
+        ]
+        today = queue_config_from_aws(queue["jobQueueName"], shares, environments)
+        return queue_past(today, queue, environments, shares)
+
+    def _environments_of(self, queue: Mapping[str, Any]) -> list[dict[str, Any]]:
+        order = sorted(queue.get("serviceEnvironmentOrder") or (), key=lambda e: e["order"])
+        names = [entry["serviceEnvironment"] for entry in order]
+        return self.describe_service_environments(*names) if names else []
 
     def holding_jobs(self, job_queue: str) -> list[dict[str, Any]]:
         """Summaries of the queue's jobs that hold capacity (SCHEDULED, STARTING, RUNNING)."""

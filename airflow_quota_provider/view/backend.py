@@ -35,6 +35,7 @@ from airflow_quota_provider.aws_batch.history import rebuild
 from airflow_quota_provider.aws_batch.queue_view import AwsReading, build, dispatch_order, job_view
 from airflow_quota_provider.aws_batch.statuses import HOLDING_STATUSES, TERMINAL_STATUSES
 from airflow_quota_provider.aws_batch.translate import queue_config_from_aws
+from airflow_quota_provider.core.config_timeline import QueuePast, timeline
 from airflow_quota_provider.core.history_chart import HistoryReading, Window, window
 from airflow_quota_provider.core.model import QueueConfig
 from airflow_quota_provider.core.views import Explanation, QueueSummary, QueueView
@@ -51,8 +52,8 @@ HISTORY_TTL = 60.0
 """Least seconds a rebuilt history is reused (one ``DescribeServiceJob`` per job of its range)."""
 LISTED_STATUSES = ("RUNNABLE", *HOLDING_STATUSES)
 REBUILT = (
-    "rebuilt from what AWS keeps of the queue's service jobs: today's quota shares stand "
-    "for the past, and jobs AWS no longer lists (ended some days ago) are not counted"
+    "rebuilt from what AWS keeps of the queue's service jobs: jobs AWS no longer lists "
+    "(ended some days ago) are not counted"
 )
 
 
@@ -86,8 +87,11 @@ class QuotaBackend(Protocol):
 class BatchHistory:
     """:class:`~airflow_quota_provider.core.history_chart.HistorySource` of an AWS Batch
     job queue: rebuilt from its service jobs
-    (:func:`~airflow_quota_provider.aws_batch.history.rebuild`), today's quota shares
-    standing for the past; "now" is AWS's clock (the queue snapshot's).
+    (:func:`~airflow_quota_provider.aws_batch.history.rebuild`), each moment figured with
+    the config then in force as the tags of ``airflow-quota apply`` tell it
+    (:func:`~airflow_quota_provider.core.config_timeline.timeline`; where they do not, the
+    reading's notes say what stands for the past); "now" is AWS's clock (the queue
+    snapshot's).
 
     :param job_queue: the queue's name or ARN; ``name`` how the reading names it.
     """
@@ -95,33 +99,40 @@ class BatchHistory:
     def __init__(self, hook: BatchQuotaHook, job_queue: str, name: str | None = None) -> None:
         self.hook, self.job_queue, self.name = hook, job_queue, name or job_queue
         self.clock = "AWS's clock"
-        self._config: QueueConfig | None = None
+        self._past: QueuePast | None = None
+
+    def past(self) -> QueuePast:
+        """The queue's config today and its recorded past, read once (an unknown queue
+        fails here): one ``DescribeQuotaShare`` per share besides the queue's reading."""
+        if self._past is None:
+            with _aws(
+                "DescribeJobQueues, DescribeServiceEnvironments, ListQuotaShares, "
+                "DescribeQuotaShare"
+            ):
+                self._past = self.hook.queue_past(self.job_queue)
+        return self._past
 
     def config(self) -> QueueConfig:
-        """The queue's quota shares and capacity, read once (an unknown queue fails here)."""
-        if self._config is None:
-            with _aws("DescribeJobQueues, DescribeServiceEnvironments, ListQuotaShares"):
-                self._config = self.hook.queue_config(self.job_queue)
-        return self._config
+        """The queue's quota shares and capacity today."""
+        return self.past().today
 
     def now(self) -> int:
-        self.config()  # an unknown queue is named as such, not as a snapshot refused
+        self.past()  # an unknown queue is named as such, not as a snapshot refused
         with _aws("GetJobQueueSnapshot"):
             return now_of(self.hook.get_job_queue_snapshot(self.job_queue))
 
     def reading(self, window: Window) -> HistoryReading:
-        return self.read(self.config(), window)
-
-    def read(self, config: QueueConfig, window: Window) -> HistoryReading:
-        """:meth:`reading` with the queue's ``config`` already read: one ``ListServiceJobs``
-        per status, then one ``DescribeServiceJob`` per job that ran in the window."""
+        """The history over ``window``: one ``ListServiceJobs`` per status, then one
+        ``DescribeServiceJob`` per job that ran in the window."""
+        past = self.past()
+        configs = timeline(past, window.since, window.until)
         with _aws("ListServiceJobs, DescribeServiceJob"):
             jobs = self.hook.service_jobs_since(self.job_queue, window.since)
         return HistoryReading(
             queue=self.name,
             kind="job queue",
-            config=config,
-            history=rebuild(config, jobs, window.since, window.until),
+            config=past.today,
+            history=rebuild(configs, jobs, window.since, window.until),
             window=window,
             names={str(job["jobId"]): str(job.get("jobName") or "") for job in jobs},
             reasons={
@@ -130,7 +141,7 @@ class BatchHistory:
                 for attempt in job.get("attempts") or ()
                 if attempt.get("stoppedAt") and attempt.get("statusReason")
             },
-            notes=(REBUILT,),
+            notes=(REBUILT, *configs.notes),
         )
 
 
@@ -203,11 +214,11 @@ class BatchBackend:
         return explain(found, entry.view, self._events(described))
 
     def usage_history(self, name: str, range_name: str) -> HistoryReading:
-        """Rebuilt from the queue's service jobs
-        (:func:`~airflow_quota_provider.aws_batch.history.rebuild`, today's quota shares
-        standing for the past), kept per range for the longer of
-        ``ttl`` and :data:`HISTORY_TTL` seconds: one ``ListServiceJobs`` per status, then
-        one ``DescribeServiceJob`` per job that ran in the range."""
+        """Rebuilt from the queue's service jobs with the config in force at each moment
+        (:class:`BatchHistory`), kept per range for the longer of ``ttl`` and
+        :data:`HISTORY_TTL` seconds: the queue's config and its shares' tags (one
+        ``DescribeQuotaShare`` each), one ``ListServiceJobs`` per status, then one
+        ``DescribeServiceJob`` per job that ran in the range."""
         entry = self._entry(name)
         key = (entry.view.name, range_name)
         with self._history_lock:
@@ -216,7 +227,7 @@ class BatchBackend:
                 return kept[1]
             win = window(range_name, entry.view.now)
             history = BatchHistory(self.hook, entry.view.arn, entry.view.name)
-            reading = history.read(entry.config, win)
+            reading = history.reading(win)
             self._histories[key] = (self._clock() + max(self.ttl, HISTORY_TTL), reading)
             return reading
 

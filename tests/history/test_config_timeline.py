@@ -128,11 +128,27 @@ CASES = [
             idle={"nlp": 4 * 1000, "cv": 4 * 1000},
             notes=[
                 "job queue q: no record of when it, its environments or its quota shares were "
-                "made or changed (no record: not made or changed by airflow-quota apply): "
+                "made or changed (not made or changed by airflow-quota apply): "
                 "today's quota shares stand for the past"
             ],
         ),
         id="a queue apply did not make: today's shares stand for the past, and it says so",
+    ),
+    pytest.param(
+        Case(
+            queue={},
+            environment=ENV_AN_HOUR_AGO,
+            shares={"nlp": made(-HOUR, NLP), "cv": made(300, CV)},
+            since=0,
+            until=1000,
+            owned={"nlp": 4 * 1000, "cv": 4 * 700},
+            idle={"nlp": 4 * 1000, "cv": 4 * 700},
+            notes=[
+                "job queue q: when it was made is not known (not made or changed by "
+                "airflow-quota apply): it is counted as existing throughout"
+            ],
+        ),
+        id="shares apply made in a queue it did not make: the shares' past is known",
     ),
     pytest.param(
         Case(

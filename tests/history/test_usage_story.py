@@ -252,6 +252,16 @@ def usage(story: Story, config_file: Path, *options: str) -> tuple[int, str, str
     return done.returncode, done.stdout, done.stderr
 
 
+NOTES = [
+    "rebuilt from what AWS keeps of the queue's service jobs: jobs AWS no longer lists "
+    "(ended some days ago) are not counted",
+    # the endpoint made the queue from its config, not apply: no record of its past
+    f"job queue {QUEUE}: no record of when it, its environments or its quota shares "
+    "were made or changed (not made or changed by airflow-quota apply): "
+    "today's quota shares stand for the past",
+]
+
+
 def test_the_report_as_json(story: Story, config_file: Path) -> None:
     code, out, err = usage(story, config_file, "--since", utc(0), "--until", utc(END), "--json")
     assert code == 0, err
@@ -260,6 +270,7 @@ def test_the_report_as_json(story: Story, config_file: Path) -> None:
         "since": ms(0),
         "until": ms(END),
         "rows": EXPECTED,
+        "notes": NOTES,
     }
 
 
@@ -338,6 +349,14 @@ def test_the_report_as_a_table(story: Story, config_file: Path) -> None:
         "1",
         "0.00",
     ]
+    assert lines[5:] == [f"note: {note}" for note in NOTES]
+
+
+def test_the_report_as_csv_tells_its_notes_on_stderr(story: Story, config_file: Path) -> None:
+    code, out, err = usage(story, config_file, "--since", utc(0), "--until", utc(END), "--csv")
+    assert code == 0
+    assert "note" not in out
+    assert err.splitlines()[-2:] == [f"note: {note}" for note in NOTES]
 
 
 def test_an_until_before_since_once_aws_clock_is_read(story: Story, config_file: Path) -> None:

@@ -1,5 +1,5 @@
-"""``airflow-quota apply`` records what it makes and changes as tags on the AWS resources:
-boto3 over real HTTP against the local endpoint, whose
+"""``airflow-quota apply`` records what it makes and changes as tags on the AWS resources, and
+the usage history reads them back: boto3 over real HTTP against the local endpoint, whose
 stopped clock makes each time exact."""
 
 from __future__ import annotations
@@ -18,15 +18,20 @@ from airflow_quota_provider.aws_batch.change_tags import (
     stamp,
 )
 from airflow_quota_provider.aws_batch.errors import AwsCallFailed
+from airflow_quota_provider.core.history import NAMES, integrate
+from airflow_quota_provider.core.history_chart import between
+from airflow_quota_provider.hooks.batch import BatchQuotaHook
 from airflow_quota_provider.sync.apply import apply_plan
 from airflow_quota_provider.sync.aws_state import read_state
 from airflow_quota_provider.sync.changes import Change
 from airflow_quota_provider.sync.plan import plan
 from airflow_quota_provider.sync.target import SyncTarget, load_target
+from airflow_quota_provider.view.backend import REBUILT, BatchHistory
 from tests.emulator.conftest import P4D, QUEUE, Endpoint
 from tests.sync.test_sync_endpoint import CONFIG, run, write
 
 VISION_4 = CONFIG.replace(f"{{{P4D}: 6}}, sharing: LEND", f"{{{P4D}: 4}}, sharing: LEND")
+DAY_MS = 24 * 3600 * 1000
 
 
 def aws_now(endpoint: Endpoint) -> int:
@@ -75,6 +80,26 @@ def test_apply_tags_what_it_creates_and_changes_by_aws_clock(
     assert tags_of(bare_endpoint, "vision")[BEFORE] == f"since={changed} {P4D}=4 strategy=LEND"
 
 
+def test_the_history_of_a_queue_apply_made_minutes_ago(
+    bare_endpoint: Endpoint, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(capsys, bare_endpoint, "apply", write(tmp_path, CONFIG))[0] == 0
+    bare_endpoint.advance(240)
+    assert run(capsys, bare_endpoint, "apply", write(tmp_path, VISION_4, "v4.yaml"))[0] == 0
+    bare_endpoint.advance(240)
+    now = aws_now(bare_endpoint)
+    hook = BatchQuotaHook(aws_conn_id=None, region_name="us-east-1", endpoint_url=bare_endpoint.url)
+    reading = BatchHistory(hook, QUEUE).reading(between(now - DAY_MS, now))
+    totals = integrate(reading.history, now - DAY_MS, now)
+    owned, idle = NAMES.index("owned"), NAMES.index("idle")
+    # instance-minutes of the last 24 h (the tags hold whole seconds): vision owned 6 for
+    # 4 minutes, then 4; nlp 8 throughout its 8 minutes
+    minutes = {s: round(totals[(s, P4D)][owned] / 60_000) for s in ("nlp", "vision")}
+    assert minutes == {"nlp": 8 * 8, "vision": 6 * 4 + 4 * 4}
+    assert round(totals[("vision", P4D)][idle] / 60_000) == 6 * 4 + 4 * 4
+    assert reading.notes == (REBUILT,)
+
+
 class NoTagging:
     """A Batch client without ``batch:TagResource``."""
 
@@ -108,6 +133,10 @@ def test_a_change_made_but_not_recorded_is_told_and_reads_as_not_known(
         "quota share vision",
     ]
     assert {code for _, code in unrecorded} == {"AccessDeniedException"}
+    hook = BatchQuotaHook(aws_conn_id=None, region_name="us-east-1", endpoint_url=bare_endpoint.url)
+    now = aws_now(bare_endpoint)
+    notes = BatchHistory(hook, QUEUE).reading(between(now - DAY_MS, now)).notes
+    assert notes[1].startswith(f"job queue {QUEUE}: no record of when it")
 
 
 def test_the_cli_warns_of_a_change_it_could_not_record(
