@@ -13,7 +13,10 @@ taken.
 
 A victim's external work is found by name: the try that was stopped names its
 training job (:meth:`~airflow_quota_provider.aws_batch.submission.TaskKey.training_job_name`).
-A task without one (not found) holds nothing beyond its own process.
+A task without one (not found) holds nothing beyond its own process; but a victim
+cleared while its worker was still starting shows ``restarting`` until its process is
+gone, and that process may yet create its job (and defer, which Airflow refuses, so no
+``on_kill`` stops the job): it stays watched until Airflow no longer shows that try.
 
 A victim's job that goes on ``InProgress`` for :data:`STOP_AFTER_SECONDS` after the
 manager first saw it so is stopped by the manager: the try's own stop did not come.

@@ -86,7 +86,15 @@ def _held_by_external_work(
         return tasks
     victims = {row.id: Victim(row.key, row.try_number or 0) for row in rows}
     running = external.running(set(victims.values()))
-    store.release((i for i, victim in victims.items() if victim not in running), _moment(now))
+    # a victim cleared while its try ran (``restarting``) may create its job until its
+    # process is gone: no job found yet is no job for good while Airflow shows the try
+    trying = {(task.key, task.try_number) for task in tasks if task.state.holds}
+    gone = [
+        i
+        for i, victim in victims.items()
+        if victim not in running and (victim.key, victim.try_number) not in trying
+    ]
+    store.release(gone, _moment(now))
     held = {victim.key: row for row in rows if (victim := victims[row.id]) in running}
     result = []
     for task in tasks:

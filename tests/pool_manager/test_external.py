@@ -125,6 +125,38 @@ def test_the_manager_keeps_a_victims_slots_until_its_job_stopped(
     assert [start.key for start in decide(FLEET, seen, NOW + 10).start] == [key("n")]
 
 
+def test_a_victim_cleared_before_its_try_created_its_job_holds_once_the_job_shows(
+    endpoint: Endpoint, tmp_path: Path
+) -> None:
+    """Cleared while its worker was still starting (``running``, no job yet): Airflow shows
+    it ``restarting`` until its process is gone, and the process may create its job
+    meanwhile (and defer, leaving nothing to stop it). Finding no job while Airflow still
+    shows that try is not its end: once the process is gone and the job shows, the victim
+    holds its slots again, and the owner's pool stays shut. (The Airflow 3.2 randomized
+    training run: two jobs refused with ResourceLimitExceeded after such a preemption.)"""
+    store = Store(f"sqlite:///{tmp_path / 'manager.db'}")
+    stop = Stop(VICTIM.key, VISION, PreemptionKind.RECLAIM, key("n"), False, "note", 6, 0.0, 1)
+    store.record_preemption(stop, AT)
+    jobs = SageMakerTrainingJobs(endpoint.sagemaker)
+    owner, own = task("n", NLP, 8, weight=5), task("v-own", VISION, 8, RUNNING)
+    restarting = replace(task("v-borrow", VISION, 6, TaskState.RESTARTING), try_number=1)
+    seen = _held_by_external_work(FLEET, [own, restarting, owner], store, jobs, NOW)
+    assert [t.state for t in seen] == [RUNNING, TaskState.RESTARTING, TaskState.SCHEDULED]
+    assert [row.key for row in store.unreleased(AT)] == [VICTIM.key], "still watched"
+    # the try created its job before its process was told to stop, then ended
+    start_training(endpoint, VICTIM)
+    waiting = replace(task("v-borrow", VISION, 6), try_number=1)
+    seen = _held_by_external_work(FLEET, [own, waiting, owner], store, jobs, NOW + 2)
+    assert [t.state for t in seen] == [RUNNING, TaskState.RESTARTING, TaskState.SCHEDULED]
+    plan = decide(FLEET, seen, NOW + 2)
+    assert plan.start == () and plan.slots[NLP] == 0, "nlp's pool opens no slot yet"
+    # a try that ended with no job at all is released
+    other = Victim(key("v-other"), 1)
+    store.record_preemption(replace(stop, key=other.key), AT)
+    _held_by_external_work(FLEET, [own, owner], store, jobs, NOW + 3)
+    assert [row.key for row in store.unreleased(AT)] == [VICTIM.key]
+
+
 def test_a_database_of_an_earlier_version_gains_the_new_columns(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'old.db'}"
     with engine_for(url).begin() as connection:
