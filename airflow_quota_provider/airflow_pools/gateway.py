@@ -390,7 +390,7 @@ class AirflowGateway:
         body: dict[str, Any] | None = None,
         query: dict[str, Any] | None = None,
     ) -> None:
-        budget = self.rest.timeout if self.write_budget is None else self.write_budget()
+        budget = None if self.write_budget is None else self.write_budget()
         self.rest.call(what, method, route, body=body, query=query, timeout=budget)
 
 

@@ -44,7 +44,7 @@ from airflow_quota_provider.core.model import (
     Share,
     Sharing,
 )
-from airflow_quota_provider.core.times import when
+from airflow_quota_provider.core.times import SECOND, iso_second, when
 
 PREFIX = "airflow-quota:"
 CREATED_AT = f"{PREFIX}created-at"
@@ -62,13 +62,13 @@ Tags = Mapping[str, str]
 
 def stamp(millis: int) -> str:
     """``2026-12-01T09:00:00Z``: a moment as a tag value (to the second)."""
-    return datetime.fromtimestamp(millis // 1000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return iso_second(millis)
 
 
 def parse_stamp(value: str | None) -> int | None:
     """Epoch ms of a :func:`stamp`; ``None`` for anything else."""
     try:
-        moment = datetime.strptime(value or "", "%Y-%m-%dT%H:%M:%SZ")
+        moment = datetime.strptime(value or "", SECOND)
     except ValueError:
         return None
     return int(moment.replace(tzinfo=UTC).timestamp() * 1000)

@@ -6,15 +6,10 @@ from __future__ import annotations
 import shlex
 import subprocess
 import sys
-from datetime import UTC, datetime
 from pathlib import Path
 
+from airflow_quota_provider.core.times import iso_second
 from airflow_quota_provider.demo.stack import Stack
-
-
-def since_text(millis: int) -> str:
-    """A moment as ``usage`` takes it: a UTC time to the second, rounded down."""
-    return datetime.fromtimestamp(millis // 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def showback(
@@ -22,7 +17,7 @@ def showback(
 ) -> tuple[bool, list[str]]:
     """Whether ``airflow-quota usage --config CONFIG --since ...`` (with ``options``)
     succeeded; the command and what it printed (its error and exit code if it failed)."""
-    arguments = ["--config", _short(config), "--since", since_text(since_millis), *options]
+    arguments = ["--config", _short(config), "--since", iso_second(since_millis), *options]
     done = subprocess.run(
         [sys.executable, "-m", "airflow_quota_provider.cli", "usage", *arguments],
         env=stack.env,

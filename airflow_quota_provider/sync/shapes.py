@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from airflow_quota_provider.aws_batch.translate import limits_of
 from airflow_quota_provider.core.model import UNLIMITED_BORROW, Share, Sharing
 
 Limits = dict[str, int]
@@ -82,9 +83,8 @@ def spec_from_aws(share: Mapping[str, Any]) -> ShareSpec:
 
 
 def limits_from_aws(limits: object) -> Limits:
-    if not isinstance(limits, list):
-        return {}
-    return {str(item["capacityUnit"]): int(item["maxCapacity"]) for item in limits}
+    """A ``capacityLimits`` list as read everywhere (:func:`limits_of`); ``{}`` if not a list."""
+    return limits_of(limits) if isinstance(limits, list) else {}
 
 
 def capacity_limits(capacity: Mapping[str, int]) -> list[dict[str, Any]]:

@@ -31,11 +31,10 @@ def conservation_breaks(history: History, capacity: dict[str, int]) -> list[str]
     ``capacity``, and the fleet's borrowed must equal its lent."""
     now: dict[Key, Figures] = {}
     breaks: list[str] = []
-    moments = sorted({change.at for change in history.changes})
     by_moment = defaultdict(list)
     for change in history.changes:
         by_moment[change.at].append(change)
-    for at in moments:
+    for at in sorted(by_moment):
         for change in by_moment[at]:
             now[change.key] = change.figures
         for unit, most in capacity.items():

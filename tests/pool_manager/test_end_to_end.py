@@ -298,10 +298,9 @@ def test_the_gateway_reads_what_the_manager_reads(stack: Stack) -> None:
 
 def test_status_explain_and_events_show_the_pools_fleet(stack: Stack) -> None:
     """After the reclaim: the CLI reads the fleet from Airflow and the manager's database."""
-    database = f"sqlite:///{stack.settings.workdir / 'airflow-quota-pool-manager.db'}"
     common = [
         *("--config", str(HERE / "fleet.yaml"), "--api-url", stack.api_url),
-        *("--username", stack.settings.username, "--database", database),
+        *("--username", stack.settings.username, "--database", database(stack)),
     ]
     env = {**os.environ, "AIRFLOW_QUOTA_API_PASSWORD": stack.settings.password, "NO_COLOR": "1"}
 
